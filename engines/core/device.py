@@ -1,0 +1,69 @@
+"""Device and thread choice, kept in one place so the GUI preferences and the CLI agree.
+
+torch is imported lazily: importing this module must stay cheap (start-up path).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_preference = os.environ.get("WORKBENCH_DEVICE", "auto")  # auto | cpu | cuda
+_threads_applied = False
+
+
+def set_device_preference(choice: str) -> None:
+    """Set the device preference for later ``device()`` calls: auto, cpu or cuda."""
+    global _preference
+    if choice not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"unknown device preference {choice!r}")
+    _preference = choice
+
+
+def device_preference() -> str:
+    return _preference
+
+
+def device() -> Any:
+    """The torch device to compute on: CUDA when wanted and visible, otherwise the CPU."""
+    import torch
+
+    if _preference in ("auto", "cuda") and torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def default_threads() -> int:
+    """Leave one core to the UI thread, but never go below one."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+def configure_threads(threads: int | None = None) -> int:
+    """Set torch's intra-op threads once, before any torch work; later calls only report."""
+    global _threads_applied
+    import torch
+
+    with _lock:
+        if not _threads_applied:
+            n = threads or int(os.environ.get("WORKBENCH_THREADS", 0)) or default_threads()
+            torch.set_num_threads(max(1, n))
+            _threads_applied = True
+        return torch.get_num_threads()
+
+
+def describe_device() -> dict[str, Any]:
+    """Versions and device facts for `workbench info` and the About dialog."""
+    import torch
+
+    dev = device()
+    info: dict[str, Any] = {
+        "torch": torch.__version__,
+        "device": str(dev),
+        "device_preference": _preference,
+        "cuda_available": bool(torch.cuda.is_available()),
+        "torch_threads": torch.get_num_threads(),
+    }
+    if dev.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info

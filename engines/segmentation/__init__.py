@@ -1,0 +1,1 @@
+"""The segmentation engine (Qt-free). Importing this package must not import torch or open3d."""

@@ -1,0 +1,1 @@
+"""The topomap engine (Qt-free). Importing this package must not import torch or open3d."""

@@ -1,0 +1,53 @@
+"""The shell's headless commands and the rules every command follows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtGui import QImage
+
+
+def test_info_json_is_exactly_one_object(cli) -> None:
+    out = cli("info", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["device"] == "cpu" and data["torch_threads"] >= 1
+    assert "torch" in data["versions"] and "PySide6-Essentials" in data["versions"]
+
+
+def test_unknown_command_is_one_error_line_and_exit_2(cli) -> None:
+    out = cli("frobnicate")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in out.stderr
+
+
+def test_screenshot_writes_a_png_of_the_window(cli, tmp_path: Path) -> None:
+    target = tmp_path / "shot.png"
+    out = cli("screenshot", "--out", str(target), "--size", "900x600", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["out"] == str(target)
+    image = QImage(str(target))
+    assert image.width() == 900 and image.height() == 600
+
+
+def test_screenshot_rejects_absurd_sizes(cli, tmp_path: Path) -> None:
+    out = cli("screenshot", "--out", str(tmp_path / "x.png"), "--size", "100000x3")
+    assert out.returncode == 2 and out.stderr.startswith("error:") and not (tmp_path / "x.png").exists()
+
+
+def test_gui_without_a_display_says_so(cli) -> None:
+    out = cli("gui", env={"DISPLAY": "", "QT_QPA_PLATFORM": "", "WAYLAND_DISPLAY": ""})
+    assert out.returncode == 2 and "no display" in out.stderr
+
+
+def test_demo_reports_every_method(cli, tmp_path: Path) -> None:
+    out = cli("demo", "--out", str(tmp_path / "demo"), "--json", "--quiet", timeout=1500)
+    assert out.returncode == 0, out.stderr[-3000:]
+    data = json.loads(out.stdout)
+    assert set(data["methods"]) == {"segmentation", "planner", "attention", "sketcher", "topomap"}
+    assert (tmp_path / "demo" / "window.png").stat().st_size > 1000
+    for name, entry in data["methods"].items():
+        if entry["status"] == "ok":
+            assert Path(entry["screenshot"]).exists(), name
+            assert "panel_problem" not in entry, entry

@@ -1,0 +1,64 @@
+"""The house rules, checked: engines never import Qt or the GUI; the first paint needs no torch."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN = ("PySide6", "pyqtgraph", "qasync", "workbench", "panels", "shiboken6", "OpenGL")
+
+
+def engine_modules() -> list[str]:
+    names = []
+    for path in sorted((ROOT / "engines").rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names.append(".".join(parts))
+    return names
+
+
+def test_engine_modules_are_found() -> None:
+    names = engine_modules()
+    assert "engines.core" in names and "engines.core.progress" in names
+    assert all(f"engines.{m}" in names for m in ("segmentation", "planner", "attention", "sketcher", "topomap"))
+
+
+def test_engines_never_import_qt_or_gui() -> None:
+    code = (
+        "import importlib, json, sys\n"
+        f"names = {engine_modules()!r}\n"
+        "for n in names: importlib.import_module(n)\n"
+        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})\n"
+        "print(json.dumps(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    bad = json.loads(out.stdout.strip().splitlines()[-1])
+    assert bad == [], f"engine modules pulled in GUI modules: {bad}"
+
+
+def test_window_and_panel_modules_do_not_import_torch_or_open3d() -> None:
+    """Start-up path: building the main window and loading every panel module stays light."""
+    code = (
+        "import importlib, json, sys\n"
+        "import workbench.mainwindow, workbench.app, workbench.cli.main\n"
+        "from engines.core import METHODS\n"
+        "for m in METHODS: importlib.import_module('panels.' + m)\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'open3d', 'triton', 'sklearn', 'commonroad') if m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_method_names_are_one_vocabulary() -> None:
+    from engines.core import METHODS
+
+    assert METHODS == ("segmentation", "planner", "attention", "sketcher", "topomap")
+    for name in METHODS:
+        assert (ROOT / "engines" / name / "__init__.py").exists(), f"engines/{name} missing"
+        assert (ROOT / "panels" / name / "__init__.py").exists(), f"panels/{name} missing"

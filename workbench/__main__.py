@@ -1,0 +1,3 @@
+from workbench.cli.main import main
+
+raise SystemExit(main())

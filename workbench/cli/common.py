@@ -1,0 +1,126 @@
+"""Rules every command follows: one JSON object with --json, progress on stderr, exit 2 on user error."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from engines.core import CancelToken, EngineError, ProgressFn, to_jsonable
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``error:`` line and exit status 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def add_command(
+    sub: argparse._SubParsersAction, name: str, handler: Callable[[argparse.Namespace], Any], help: str, **kwargs: Any
+) -> argparse.ArgumentParser:
+    """A sub-command with the shared flags (--json, --quiet) and its handler."""
+    parser = sub.add_parser(name, help=help, description=help, **kwargs)
+    parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_group(sub: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
+    """A command group such as `workbench attention ...`; running it bare prints its help."""
+    parser = sub.add_parser(name, help=help, description=help)
+    parser.set_defaults(handler=lambda args: parser.print_help() or None, json=False, quiet=True)
+    return parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=ArgumentParser)
+
+
+def output(args: argparse.Namespace, data: dict[str, Any], human: str | None = None) -> None:
+    """Print the command's result: one JSON object with --json, readable lines otherwise."""
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(to_jsonable(data)) + "\n")
+    elif human is not None:
+        sys.stdout.write(human.rstrip("\n") + "\n")
+    else:
+        for key, value in to_jsonable(data).items():
+            sys.stdout.write(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}\n")
+    sys.stdout.flush()
+
+
+class StderrProgress:
+    """A progress bar on a terminal, a few plain lines otherwise; silent with --quiet."""
+
+    def __init__(self, quiet: bool = False, label: str = "") -> None:
+        self.quiet = quiet
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.last_time = 0.0
+        self.last_text = ""
+
+    def __call__(self, fraction: float, text: str = "") -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if self.tty:
+            if now - self.last_time < 0.1 and fraction < 1.0:
+                return
+            width = 28
+            filled = int(width * fraction)
+            sys.stderr.write(f"\r{self.label}[{'#' * filled}{'.' * (width - filled)}] {100 * fraction:5.1f}% {text[:60]:<60}")
+            if fraction >= 1.0:
+                sys.stderr.write("\n")
+        else:
+            if now - self.last_time < 2.0 and fraction < 1.0 and text == self.last_text:
+                return
+            sys.stderr.write(f"{self.label}{100 * fraction:5.1f}% {text}\n")
+        sys.stderr.flush()
+        self.last_time = now
+        self.last_text = text
+
+
+@contextlib.contextmanager
+def cli_job(args: argparse.Namespace, label: str = "") -> Iterator[tuple[ProgressFn, CancelToken]]:
+    """Progress for stderr and a cancel token that Ctrl+C sets (a second Ctrl+C interrupts hard)."""
+    cancel = CancelToken()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame) -> None:
+        if cancel.cancelled():
+            raise KeyboardInterrupt
+        sys.stderr.write("\ncancelling… (Ctrl+C again to abort)\n")
+        cancel.cancel()
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        yield StderrProgress(getattr(args, "quiet", False), label), cancel
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def existing_file(value: str) -> Path:
+    """argparse type: a path that must exist and be a file (one clear error otherwise)."""
+    path = Path(value)
+    if not path.exists():
+        raise EngineError(f"{value}: no such file")
+    if path.is_dir():
+        raise EngineError(f"{value} is a folder, not a file")
+    return path
+
+
+def parse_size(value: str) -> tuple[int, int]:
+    """'1280x800' -> (1280, 800), with sane bounds."""
+    try:
+        w, h = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise EngineError(f"size {value!r} is not WIDTHxHEIGHT, e.g. 1280x800") from None
+    if not (64 <= w <= 8192 and 64 <= h <= 8192):
+        raise EngineError(f"size {value} is out of range: each side must be 64 to 8192 pixels")
+    return w, h

@@ -1,0 +1,219 @@
+"""Entry point of the `workbench` command: no arguments opens the window."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from engines.core import METHODS, Cancelled, EngineError
+
+from .common import ArgumentParser, add_command, cli_job, output, parse_size
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="workbench", description="Five ICLR 2025 methods, hands-on. No arguments opens the window.")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=ArgumentParser)
+
+    gui = add_command(sub, "gui", cmd_gui, "open the window (the default), optionally with files")
+    gui.add_argument("files", nargs="*", help="files or a *.wbsession.json to open")
+
+    add_command(sub, "info", cmd_info, "versions, compute device and threads")
+
+    shot = add_command(sub, "screenshot", cmd_screenshot, "render the window or one panel to a PNG")
+    shot.add_argument("--panel", choices=METHODS, help="only this panel (default: the whole window)")
+    shot.add_argument("--out", required=True, type=Path, help="PNG file to write")
+    shot.add_argument("--size", default="1280x820", help="window size WIDTHxHEIGHT (default 1280x820)")
+    shot.add_argument("--run", action="store_true", help="run the panel's example first and wait for it")
+    shot.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for --run (default 300)")
+
+    demo = add_command(sub, "demo", cmd_demo, "run every available method on its example; write exports and screenshots")
+    demo.add_argument("--out", required=True, type=Path, help="folder to write into")
+    demo.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset (default: all)")
+
+    bench = add_command(sub, "bench", cmd_bench, "shell benchmark: cold start to first paint, UI stall under a torch job")
+    bench.add_argument("--starts", type=int, default=5, help="cold starts to time (default 5)")
+    bench.add_argument("--seconds", type=float, default=4.0, help="length of the torch job for the stall test")
+
+    for name in METHODS:
+        if importlib.util.find_spec(f"workbench.cli.{name}") is not None:
+            importlib.import_module(f"workbench.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if not argv:
+            return cmd_gui(argparse.Namespace(files=[]))
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not hasattr(args, "handler"):
+            parser.print_help()
+            return 0
+        result = args.handler(args)
+        return int(result) if isinstance(result, int) else 0
+    except EngineError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except Cancelled:
+        sys.stderr.write("error: cancelled by the user\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+# Commands -----------------------------------------------------------------------------------
+def cmd_gui(args: argparse.Namespace) -> int:
+    import os
+
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"):
+        raise EngineError("no display to open the window on: set DISPLAY, or run it under xvfb-run")
+    from workbench.app import run_gui
+
+    return run_gui(files=list(args.files))
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from engines.core import configure_threads, describe_device
+
+    import workbench
+
+    configure_threads()
+    versions: dict[str, Any] = {"workbench": workbench.__version__, "python": platform.python_version()}
+    for dist in ("numpy", "torch", "PySide6-Essentials", "pyqtgraph", "qasync", "open3d-cpu", "open3d", "triton", "scikit-learn", "lark", "shapely", "commonroad-io", "imageio"):
+        try:
+            versions[dist] = version(dist)
+        except PackageNotFoundError:
+            continue
+    data = {"versions": versions, **describe_device(), "platform": platform.platform(), "methods": list(METHODS)}
+    human = "\n".join([f"{k:20} {v}" for k, v in versions.items()] + [f"{'device':20} {data['device']}", f"{'torch threads':20} {data['torch_threads']}"])
+    output(args, data, human)
+
+
+def _headless_window(size: str):
+    """Application, qasync loop and main window on a private screen, with settings that do not persist."""
+    import os
+    import tempfile
+
+    from workbench.display import ensure_display
+
+    size_wh = parse_size(size)
+    ensure_display(need_gl=True)
+    os.environ.setdefault("WORKBENCH_CONFIG_DIR", tempfile.mkdtemp(prefix="workbench-cli-"))
+    from workbench.app import build_window, create_app, install_loop
+
+    app = create_app()
+    install_loop(app)
+    window = build_window(app)
+    window.resize(*size_wh)
+    window.show()
+    app.processEvents()
+    return app, window
+
+
+def _wait_for(app, predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        app.processEvents()
+        time.sleep(0.01)
+    return True
+
+
+def _run_and_wait(app, window, name: str, timeout: float) -> str | None:
+    """Run a panel's example and wait; returns an error sentence, or None when it finished."""
+    panel = window.show_panel(name)
+    outcome: dict[str, str] = {}
+    panel.runner.finished.connect(lambda r: outcome.setdefault("state", "finished"))
+    panel.runner.failed.connect(lambda text: outcome.setdefault("state", f"failed: {text}"))
+    panel.runner.errored.connect(lambda text, tb: outcome.setdefault("state", f"error: {text}"))
+    panel.runner.cancelled.connect(lambda: outcome.setdefault("state", "cancelled"))
+    if not panel.run_default():
+        return "it has no example to run"
+    if not _wait_for(app, lambda: "state" in outcome and not panel.runner.busy, timeout):
+        panel.runner.cancel()
+        return f"its example did not finish within {timeout:.0f} s"
+    _wait_for(app, lambda: False, 0.3)  # let the result draw
+    state = outcome["state"]
+    return None if state == "finished" else state
+
+
+def cmd_screenshot(args: argparse.Namespace) -> None:
+    from workbench.screenshot import grab_to_png
+
+    app, window = _headless_window(args.size)
+    target = window
+    problem = None
+    if args.panel:
+        target = window.docks[args.panel]
+        window.show_panel(args.panel)
+        if args.run:
+            problem = _run_and_wait(app, window, args.panel, args.timeout)
+    _wait_for(app, lambda: False, 0.3)
+    path = grab_to_png(target, args.out)
+    window._close_confirmed = True
+    window.close()
+    if problem:
+        raise EngineError(f"the {args.panel} panel could not run: {problem}")
+    image = target.grab().size()
+    output(args, {"out": str(path), "width": image.width(), "height": image.height(), "panel": args.panel}, f"wrote {path}")
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    from workbench.screenshot import grab_to_png
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise EngineError(f"unknown method(s): {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"out": str(out), "methods": {}}
+    with cli_job(args, "demo ") as (progress, cancel):
+        for name in methods:
+            if importlib.util.find_spec(f"workbench.cli.{name}") is None:
+                report["methods"][name] = {"status": "not available yet"}
+                continue
+            module = importlib.import_module(f"workbench.cli.{name}")
+            if not hasattr(module, "demo"):
+                report["methods"][name] = {"status": "no demo"}
+                continue
+            folder = out / name
+            folder.mkdir(parents=True, exist_ok=True)
+            t0 = time.perf_counter()
+            result = module.demo(folder, progress, cancel)
+            report["methods"][name] = {"status": "ok", "seconds": round(time.perf_counter() - t0, 2), **(result or {})}
+        app, window = _headless_window("1280x820")
+        for name in methods:
+            entry = report["methods"][name]
+            if entry["status"] != "ok":
+                continue
+            progress(0.99, f"screenshot of {name}")
+            problem = _run_and_wait(app, window, name, 600)
+            entry["screenshot"] = str(grab_to_png(window.docks[name], out / name / f"{name}-panel.png"))
+            if problem:
+                entry["panel_problem"] = problem
+        grab_to_png(window, out / "window.png")
+        window._close_confirmed = True
+        window.close()
+    lines = [f"{name:14} {entry['status']}" for name, entry in report["methods"].items()]
+    output(args, report, "\n".join(lines + [f"written to {out}"]))
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    from workbench.bench import run_shell_bench
+
+    with cli_job(args, "bench ") as (progress, cancel):
+        result = run_shell_bench(starts=args.starts, stall_seconds=args.seconds, progress=progress)
+    output(args, result, result.pop("table"))
