@@ -51,3 +51,13 @@ def test_demo_reports_every_method(cli, tmp_path: Path) -> None:
         if entry["status"] == "ok":
             assert Path(entry["screenshot"]).exists(), name
             assert "panel_problem" not in entry, entry
+
+
+def test_shell_bench_runs_and_reports_against_its_targets(cli) -> None:
+    """The benchmark itself (not a timing assertion): it measures and names its targets."""
+    out = cli("bench", "--starts", "1", "--seconds", "0.5", "--json", "--quiet", timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout)
+    assert data["cold_start_s"]["target"] == 2.5 and data["ui_stall_ms"]["target"] == 50.0
+    assert 0 < data["cold_start_s"]["median"] < 60
+    assert data["ui_stall_ms"]["torch_job"] > 0 and set(data["pass"]) == {"cold_start", "ui_stall"}
