@@ -95,17 +95,22 @@ class AboutDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("aboutDialog")
         self.setWindowTitle("About Workbench")
-        rows = version_table(torch_info)
-        table = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows.items())
-        self.label = QLabel(
-            "<h2>Workbench</h2><p>Five ICLR 2025 methods to try hands-on: GrabS segmentation, "
-            "Diffusion Planner, FlashMask, tree-diffusion sketching and CB-SOM topographic maps.</p>"
-            f"<table cellspacing=6>{table}</table>"
-        )
+        self.label = QLabel()
         self.label.setWordWrap(True)
+        self.set_torch_info(torch_info)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         buttons.accepted.connect(self.accept)
         layout = QVBoxLayout(self)
         layout.addWidget(self.label)
         layout.addWidget(buttons)
+
+    def set_torch_info(self, torch_info: dict[str, Any] | None) -> None:
+        """Fill the table; called again when the background torch warm-up reports."""
+        rows = version_table(torch_info)
+        table = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows.items())
+        self.label.setText(
+            "<h2>Workbench</h2><p>Five ICLR 2025 methods to try hands-on: GrabS segmentation, "
+            "Diffusion Planner, FlashMask, tree-diffusion sketching and CB-SOM topographic maps.</p>"
+            f"<table cellspacing=6>{table}</table>"
+        )

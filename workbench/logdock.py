@@ -67,10 +67,10 @@ class LogPanel(QWidget):
         self.details.setPlaceholderText("Select an entry to see its details and traceback.")
         for view in (self.list, self.details):
             view.setMinimumHeight(24)
-        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter = QSplitter(Qt.Orientation.Horizontal)  # side by side: the dock is short and wide
         splitter.addWidget(self.list)
         splitter.addWidget(self.details)
-        splitter.setSizes([200, 60])
+        splitter.setSizes([640, 360])
         clear = QPushButton("Clear")
         clear.clicked.connect(self.clear)
         self.count = QLabel()

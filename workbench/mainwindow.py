@@ -430,6 +430,8 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         dialog = AboutDialog(self.torch_info, self)
+        if self.torch_info is None:
+            self.torchReady.connect(dialog.set_torch_info)
         dialog.open()
 
     # Closing -------------------------------------------------------------------------------
