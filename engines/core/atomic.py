@@ -34,6 +34,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = _prepare(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a finished file gets the usual mode
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -47,6 +48,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _allow_empty(target: Path) -> bool:

@@ -74,7 +74,8 @@ class StderrProgress:
             if fraction >= 1.0:
                 sys.stderr.write("\n")
         else:
-            if now - self.last_time < 2.0 and fraction < 1.0 and text == self.last_text:
+            # A log file gets at most one line per 2 s (status texts may change every step).
+            if now - self.last_time < 2.0 and fraction < 1.0:
                 return
             sys.stderr.write(f"{self.label}{100 * fraction:5.1f}% {text}\n")
         sys.stderr.flush()

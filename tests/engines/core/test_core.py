@@ -120,3 +120,12 @@ def test_device_is_cpu_without_a_gpu_preference() -> None:
         assert device().type == "cpu"
     finally:
         set_device_preference(os.environ.get("WORKBENCH_DEVICE", "auto"))
+
+
+def test_atomic_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    mask = os.umask(0o022)
+    try:
+        path = write_json(tmp_path / "out.json", {"a": 1})
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644
