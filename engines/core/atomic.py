@@ -51,7 +51,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def _umask() -> int:
-    mask = os.umask(0)
+    """The process umask, read without changing it where Linux allows (os.umask races threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
