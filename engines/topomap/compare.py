@@ -177,3 +177,55 @@ def format_table(result: CompareResult) -> str:
             lines.append(f"{'met' if goal.met else 'NOT met':8} {goal.target}: {goal.measured}")
     lines.append(f"total {result.seconds:.0f} s; methods: " + "; ".join(f"{m} = {METHOD_TITLES[m]}" for m in p.methods))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    """One run in the accuracy-vs-smoothness plot; smoothness = mean over the deeper layers."""
+
+    method: str
+    seed: int
+    accuracy: float
+    smoothness: float
+
+
+def scatter_point(method: str, seed: int, accuracy: float, smoothness: dict[str, float]) -> ScatterPoint:
+    values = list(smoothness.values())
+    deep = values[1:] or values
+    return ScatterPoint(method, seed, float(accuracy), float(np.mean(deep)) if deep else 0.0)
+
+
+@dataclass(frozen=True)
+class CompareTable:
+    """A saved comparison, read back for the panel's scatter plot."""
+
+    points: tuple[ScatterPoint, ...]
+    table: str
+
+
+COMPARE_FORMAT = "workbench-topomap-compare"
+
+
+def load_compare(path: Path) -> CompareTable:
+    import json
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EngineError(f"{path}: no such comparison file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EngineError(f"{path.name} is not a readable comparison file (JSON): {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != COMPARE_FORMAT:
+        raise EngineError(f"{path.name} is not a topomap comparison (run `workbench topomap compare --save FILE`)")
+    try:
+        points = tuple(
+            scatter_point(str(r["method"]), int(r["seed"]), float(r["accuracy"]), {str(k): float(v) for k, v in r["smoothness"].items()})
+            for r in data["runs"]
+        )
+        table = str(data.get("table", ""))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise EngineError(f"{path.name} is damaged: a run entry is missing or malformed") from exc
+    if not points:
+        raise EngineError(f"{path.name} holds no runs")
+    return CompareTable(points, table)

@@ -17,10 +17,11 @@ from .analysis import (
     category_dprime,
     find_pinwheels,
     grating_preferences,
+    grid_neighbours,
     smoothness_curve,
 )
 from .params import square_side
-from .render import category_rgb, frequency_rgb, orientation_rgb
+from .render import category_rgb, frequency_rgb, orientation_rgb, scalar_rgb
 from .stimuli import PROBE_FREQUENCIES, PROBE_ORIENTATIONS, PROBE_PHASES
 
 TOP_STIMULI = 8
@@ -55,7 +56,7 @@ class UnitDetail:
     tuning: np.ndarray  # [K, n_orientations, n_frequencies]
     class_means: np.ndarray  # [K, C] mean response per class
     top_stimuli: np.ndarray  # [K, TOP_STIMULI] indices into the test images
-
+    neighbours: np.ndarray  # [K, 8] grid neighbours, -1 where the grid ends
 
 @dataclass(frozen=True)
 class LayerMaps:
@@ -64,7 +65,7 @@ class LayerMaps:
     smoothness: SmoothnessCurve  # |delta d'| (mean over classes) against grid distance
     orientation_smoothness: SmoothnessCurve  # |delta preferred orientation| (selective units)
     pinwheels: tuple[Pinwheel, ...]
-    images: dict[str, np.ndarray]  # "category", "orientation", "frequency" -> [side, side, 3] uint8
+    images: dict[str, np.ndarray]  # "category", "orientation", "frequency", "dprime/<c>" -> [side, side, 3] uint8
     detail: UnitDetail | None = None
 
     @property
@@ -98,6 +99,8 @@ def derive_maps(name: str, stats: LayerStats, *, shuffles: int = 200, seed: int 
         "orientation": orientation_rgb(stats.orientation, stats.orientation_selectivity, side),
         "frequency": frequency_rgb(stats.frequency, np.array(PROBE_FREQUENCIES), stats.frequency_selectivity, side),
     }
+    for c in range(stats.dprime.shape[0]):
+        images[f"dprime/{c}"] = scalar_rgb(stats.dprime[c], side)
     return LayerMaps(name, stats, smooth, ori_smooth, pinwheels, images, detail)
 
 
@@ -113,4 +116,9 @@ def unit_detail(test_responses: np.ndarray, test_labels: np.ndarray, n_classes: 
         axis=1,
     )
     top = np.argsort(-per_image, axis=0, kind="stable")[:TOP_STIMULI].T
-    return UnitDetail(tuning, class_means, top)
+    k = per_image.shape[1]
+    neighbours = np.full((k, 8), -1, dtype=np.int64)
+    for unit in range(k):
+        near = grid_neighbours(k, unit)
+        neighbours[unit, : len(near)] = near
+    return UnitDetail(tuning, class_means, top, neighbours)

@@ -15,8 +15,8 @@ from engines.core import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress
 
 from .maps import LayerMaps, derive_maps, unit_detail
 from .params import TrainParams, square_side
-from .render import mosaic
-from .runfile import EpochStats, RunRecord, load_run
+from .render import hsv_to_rgb, mosaic
+from .runfile import EpochStats, RunRecord, Snapshot, load_run
 from .stimuli import PROBE_FREQUENCIES, PROBE_ORIENTATIONS
 
 SNAPSHOT_SHUFFLES = 50
@@ -37,6 +37,8 @@ class RunView:
     snapshots: tuple[SnapshotView, ...]
     test_images: np.ndarray  # [N, 16, 16] held-out images as shown (unstandardised)
     test_labels: np.ndarray
+    top_strips: tuple[np.ndarray, ...]  # per layer [K, 16, w] uint8: each unit's top stimuli side by side
+    legends: dict[str, np.ndarray]  # "orientation", "frequency" -> [1, n, 3] uint8 hue bars
     orientations: tuple[float, ...] = PROBE_ORIENTATIONS
     frequencies: tuple[float, ...] = PROBE_FREQUENCIES
 
@@ -88,9 +90,32 @@ def view_run(record: RunRecord, *, path: Path | None = None, progress: ProgressF
     for i, snap in enumerate(record.snapshots):
         cancel.raise_if_cancelled()
         progress(0.3 + 0.7 * i / len(record.snapshots), f"maps at epoch {snap.epoch}")
-        maps = tuple(derive_maps(name, stats, shuffles=SNAPSHOT_SHUFFLES) for name, stats in zip(record.layer_names, snap.layers))
-        side = square_side(snap.kernels.shape[0])
-        snapshots.append(SnapshotView(snap.epoch, maps, mosaic(snap.kernels, side)))
+        snapshots.append(snapshot_view(record.params, snap))
     progress(1.0, "maps ready")
     shown = data.x_test[:, 0] * data.std + data.mean
-    return RunView(str(path) if path else None, record, tuple(layers), tuple(snapshots), shown, data.y_test)
+    strips = tuple(top_stimuli_strips(shown, layer.detail.top_stimuli) for layer in layers if layer.detail is not None)
+    return RunView(str(path) if path else None, record, tuple(layers), tuple(snapshots), shown, data.y_test, strips, hue_legends())
+
+
+def snapshot_view(params: TrainParams, snap: Snapshot, shuffles: int = SNAPSHOT_SHUFFLES) -> SnapshotView:
+    """Derived maps of one snapshot (also used live, while a run trains)."""
+    maps = tuple(derive_maps(name, stats, shuffles=shuffles) for name, stats in zip(params.layer_names, snap.layers))
+    return SnapshotView(snap.epoch, maps, mosaic(snap.kernels, square_side(snap.kernels.shape[0])))
+
+
+def top_stimuli_strips(images: np.ndarray, top: np.ndarray, gap: int = 2) -> np.ndarray:
+    """[K, H, n*(W+gap)-gap] grey strips of each unit's most effective held-out images."""
+    lo, hi = float(images.min()), float(images.max())
+    grey = np.clip(np.rint((images - lo) / max(hi - lo, 1e-9) * 255), 0, 255).astype(np.uint8)
+    k, n = top.shape
+    h, w = images.shape[1:]
+    out = np.full((k, h, n * (w + gap) - gap), 255, np.uint8)
+    for i in range(n):
+        out[:, :, i * (w + gap) : i * (w + gap) + w] = grey[top[:, i]]
+    return out
+
+
+def hue_legends(n: int = 180) -> dict[str, np.ndarray]:
+    ramp = np.linspace(0.0, 1.0, n, endpoint=False)
+    ones = np.ones(n)
+    return {"orientation": hsv_to_rgb(ramp, ones, ones)[None], "frequency": hsv_to_rgb(0.8 * np.linspace(0, 1, n), ones, ones)[None]}
