@@ -36,6 +36,7 @@ class MethodSummary:
     smoothness_mean: dict[str, float]
     smoothness_std: dict[str, float]
     shuffled_smoothness_mean: dict[str, float]
+    relu_smoothness_mean: dict[str, float]
     orientation_smoothness_mean: dict[str, float]
     seconds_mean: float
 
@@ -70,7 +71,8 @@ def compare(
 ) -> CompareResult:
     params.validate()
     t0 = time.perf_counter()
-    jobs = [(method, seed) for seed in range(params.seeds) for method in params.methods]
+    seeds = range(params.first_seed, params.first_seed + params.seeds)
+    jobs = [(method, seed) for seed in seeds for method in params.methods]
     runs: list[TrainResult] = []
     for i, (method, seed) in enumerate(jobs):
         cancel.raise_if_cancelled()
@@ -121,6 +123,7 @@ def _summarise_method(method: str, runs: list[TrainResult]) -> MethodSummary:
         smoothness_mean={k: v[0] for k, v in smooth.items()},
         smoothness_std={k: v[1] for k, v in smooth.items()},
         shuffled_smoothness_mean={layer: _mean_std([r.shuffled_smoothness[layer] for r in runs])[0] for layer in layers},
+        relu_smoothness_mean={layer: _mean_std([r.relu_smoothness[layer] for r in runs])[0] for layer in layers},
         orientation_smoothness_mean={layer: _mean_std([r.orientation_smoothness[layer] for r in runs])[0] for layer in layers},
         seconds_mean=_mean_std([r.seconds for r in runs])[0],
     )
@@ -171,6 +174,11 @@ def format_table(result: CompareResult) -> str:
             else:
                 cells.append("-")
         lines.append(f"{s.method:10} {s.accuracy_mean:7.2f} ± {s.accuracy_std:4.2f} " + " ".join(f"{c:>20}" for c in cells) + f" {s.seconds_mean:7.1f}")
+    lines.append("")
+    lines.append("check: the same score on d' of the rectified output (after batch norm and ReLU), mean over seeds")
+    for s in result.methods:
+        cells = [f"{s.relu_smoothness_mean[layer]:.2f}" if layer in s.relu_smoothness_mean else "-" for layer in layers]
+        lines.append(f"{s.method:10} {'':>14} " + " ".join(f"{c:>20}" for c in cells))
     if result.goals:
         lines.append("")
         for goal in result.goals.values():

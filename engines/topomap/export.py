@@ -35,7 +35,8 @@ def export_pngs(view: RunView, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     written: list[Path] = []
     for layer in view.layers:
-        for kind, image in layer.images.items():
+        for kind in ("category", "orientation", "frequency"):
+            image = layer.images[kind]
             picture = pinwheel_overlay(image, layer) if kind == "orientation" else upscale(image, CELL)
             path = out_dir / f"{layer.name}-{kind}.png"
             save_png(path, picture)
@@ -66,6 +67,7 @@ def maps_arrays(view: RunView) -> dict[str, np.ndarray]:
         arrays.update(
             {
                 prefix + "dprime": s.dprime.reshape(-1, layer.side, layer.side),
+                prefix + "dprime_relu": s.dprime_relu.reshape(-1, layer.side, layer.side),
                 prefix + "orientation": s.orientation.reshape(layer.side, layer.side),
                 prefix + "orientation_selectivity": s.orientation_selectivity.reshape(layer.side, layer.side),
                 prefix + "frequency": s.frequency.reshape(layer.side, layer.side),
@@ -76,6 +78,7 @@ def maps_arrays(view: RunView) -> dict[str, np.ndarray]:
                 prefix + "smoothness_shuffled_mean": layer.smoothness.shuffled_mean,
                 prefix + "smoothness_shuffled_std": layer.smoothness.shuffled_std,
                 prefix + "smoothness_score": np.array(layer.smoothness.score),
+                prefix + "relu_smoothness_score": np.array(layer.relu_smoothness.score),
                 prefix + "orientation_smoothness_score": np.array(layer.orientation_smoothness.score),
             }
         )

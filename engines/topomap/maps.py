@@ -29,7 +29,8 @@ TOP_STIMULI = 8
 
 @dataclass(frozen=True)
 class LayerStats:
-    dprime: np.ndarray  # [C, K] category selectivity
+    dprime: np.ndarray  # [C, K] category selectivity of the conv output (as the reference measures it)
+    dprime_relu: np.ndarray  # [C, K] the same on the rectified output (after norm and ReLU)
     orientation: np.ndarray  # [K] degrees
     orientation_selectivity: np.ndarray  # [K]
     frequency: np.ndarray  # [K] cycles per image
@@ -41,12 +42,14 @@ class LayerStats:
         return int(self.orientation.shape[0])
 
 
-def layer_stats(test_responses: np.ndarray, test_labels: np.ndarray, n_classes: int, grating_responses: np.ndarray) -> LayerStats:
-    """Statistics of one layer from its responses to the held-out images and to the grating probe."""
-    d = category_dprime(test_responses, test_labels, n_classes)
+def layer_stats(test_pre: np.ndarray, test_post: np.ndarray, test_labels: np.ndarray, n_classes: int, grating_responses: np.ndarray) -> LayerStats:
+    """Statistics of one layer from its responses to the held-out images (conv output and
+    rectified output) and its rectified responses to the grating probe."""
+    d = category_dprime(test_pre, test_labels, n_classes)
+    d_relu = category_dprime(test_post, test_labels, n_classes)
     shape = (len(PROBE_ORIENTATIONS), len(PROBE_FREQUENCIES), len(PROBE_PHASES)) + grating_responses.shape[1:]
     prefs = grating_preferences(grating_responses.reshape(shape), np.array(PROBE_ORIENTATIONS), np.array(PROBE_FREQUENCIES))
-    return LayerStats(d, prefs.orientation, prefs.orientation_selectivity, prefs.frequency, prefs.frequency_selectivity, prefs.responsive)
+    return LayerStats(d, d_relu, prefs.orientation, prefs.orientation_selectivity, prefs.frequency, prefs.frequency_selectivity, prefs.responsive)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class LayerMaps:
     name: str
     stats: LayerStats
     smoothness: SmoothnessCurve  # |delta d'| (mean over classes) against grid distance
+    relu_smoothness: SmoothnessCurve  # the same on the rectified output's d'
     orientation_smoothness: SmoothnessCurve  # |delta preferred orientation| (selective units)
     pinwheels: tuple[Pinwheel, ...]
     images: dict[str, np.ndarray]  # "category", "orientation", "frequency", "dprime/<c>" -> [side, side, 3] uint8
@@ -91,6 +95,7 @@ def derive_maps(name: str, stats: LayerStats, *, shuffles: int = 200, seed: int 
     side = square_side(stats.width)
     rng = np.random.default_rng(seed)
     smooth = smoothness_curve(stats.dprime.T, stats.width, shuffles=shuffles, rng=rng)
+    relu_smooth = smoothness_curve(stats.dprime_relu.T, stats.width, shuffles=shuffles, rng=rng)
     # Orientation is only meaningful for units that respond to gratings at all.
     ori_smooth = smoothness_curve(stats.orientation, stats.width, period=180.0, valid=stats.responsive, shuffles=shuffles, rng=rng)
     pinwheels = tuple(find_pinwheels(stats.orientation.reshape(side, side), stats.responsive.reshape(side, side)))
@@ -101,7 +106,7 @@ def derive_maps(name: str, stats: LayerStats, *, shuffles: int = 200, seed: int 
     }
     for c in range(stats.dprime.shape[0]):
         images[f"dprime/{c}"] = scalar_rgb(stats.dprime[c], side)
-    return LayerMaps(name, stats, smooth, ori_smooth, pinwheels, images, detail)
+    return LayerMaps(name, stats, smooth, relu_smooth, ori_smooth, pinwheels, images, detail)
 
 
 def unit_detail(test_responses: np.ndarray, test_labels: np.ndarray, n_classes: int, grating_responses: np.ndarray) -> UnitDetail:

@@ -8,17 +8,21 @@ BATCH = 256
 
 
 @torch.no_grad()
-def unit_responses(model: torch.nn.Module, images: np.ndarray, max_positions: int = 64) -> list[np.ndarray]:
-    """Post-ReLU responses per layer, each [N, K, S] (S spatial positions, average-pooled to at
-    most ``max_positions`` so large early maps stay cheap), in eval mode."""
+def unit_responses(model: torch.nn.Module, images: np.ndarray, stage: str = "post", max_positions: int = 64) -> list[np.ndarray]:
+    """Responses per layer, each [N, K, S] (S spatial positions, average-pooled to at most
+    ``max_positions`` so large early maps stay cheap), in eval mode.
+
+    ``stage`` "pre" is the convolution's output before normalisation (what the reference analysis
+    measures d' on); "post" is the unit's rectified output after batch norm and ReLU.
+    """
     was_training = model.training
     model.eval()
     chunks: list[list[torch.Tensor]] = []
     try:
         for start in range(0, len(images), BATCH):
             batch = torch.from_numpy(np.ascontiguousarray(images[start : start + BATCH], dtype=np.float32))
-            _, _, post = model(batch)
-            chunks.append([_pool(r, max_positions) for r in post])
+            _, pre, post = model(batch)
+            chunks.append([_pool(r, max_positions) for r in (pre if stage == "pre" else post)])
     finally:
         model.train(was_training)
     return [torch.cat([c[i] for c in chunks]).numpy() for i in range(len(chunks[0]))]

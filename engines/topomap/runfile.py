@@ -22,7 +22,7 @@ RUN_SUFFIX = ".topomap.pt"
 FORMAT = "workbench-topomap-run"
 CHECKPOINT_FORMAT = "workbench-topomap-checkpoint"
 VERSION = 1
-_STAT_FIELDS = ("dprime", "orientation", "orientation_selectivity", "frequency", "frequency_selectivity", "responsive")
+_STAT_FIELDS = ("dprime", "dprime_relu", "orientation", "orientation_selectivity", "frequency", "frequency_selectivity", "responsive")
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,13 @@ class RunRecord:
 
 
 def _stats_to_torch(stats: LayerStats) -> dict[str, Any]:
+    """Statistics as compact tensors (float32; the boolean mask stays boolean)."""
     import torch
 
-    return {name: torch.from_numpy(np.ascontiguousarray(getattr(stats, name))) for name in _STAT_FIELDS}
+    def compact(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a if a.dtype == bool else a.astype(np.float32))
+
+    return {name: torch.from_numpy(compact(getattr(stats, name))) for name in _STAT_FIELDS}
 
 
 def _stats_from_torch(data: dict[str, Any]) -> LayerStats:

@@ -54,8 +54,9 @@ class TrainResult:
     seed: int
     epochs: int
     accuracy: float  # held-out, percent
-    smoothness: dict[str, float]  # |delta d'| score per layer
+    smoothness: dict[str, float]  # |delta d'| score per layer (d' of the conv output, as the reference)
     shuffled_smoothness: dict[str, float]  # the same score with positions shuffled (control)
+    relu_smoothness: dict[str, float]  # the score on the rectified output's d' (a check)
     orientation_smoothness: dict[str, float]
     pinwheels: dict[str, int]
     seconds: float  # training wall time (all sessions, if resumed)
@@ -93,9 +94,10 @@ def take_snapshot(model, data: Dataset, epoch: int) -> Snapshot:
     from .probe import unit_responses
 
     probe = grating_probe()
-    test = unit_responses(model, data.x_test)
+    pre = unit_responses(model, data.x_test, "pre")
+    post = unit_responses(model, data.x_test, "post")
     gratings = unit_responses(model, data.standardise(probe.flat))
-    layers = tuple(layer_stats(t, data.y_test, data.n_classes, g) for t, g in zip(test, gratings))
+    layers = tuple(layer_stats(a, b, data.y_test, data.n_classes, g) for a, b, g in zip(pre, post, gratings))
     return Snapshot(epoch, layers, first_layer_tiles(model))
 
 
@@ -139,7 +141,11 @@ def train(
     scheduler = None
     if params.method != "som":
         optimizer = torch.optim.SGD(model.parameters(), lr=params.lr, momentum=params.momentum)
-        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
+        if params.lr_schedule == "cosine":
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
+        else:  # the reference's MultiStepLR(milestones=[60, 80] of 90 epochs, gamma=0.1), in steps
+            milestones = [round(total_steps * 2 / 3), round(total_steps * 8 / 9)]
+            scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
     else:
         model.init_from(x_train, torch.Generator().manual_seed(params.seed))
 
@@ -167,6 +173,10 @@ def train(
         order = torch.randperm(n, generator=torch.Generator().manual_seed(params.seed * 100_003 + epoch))
         model.train()
         loss_sum, correct, seen = 0.0, 0, 0
+        # One status per epoch (log files get a line when the text changes, not one per batch).
+        status = f"{params.method} epoch {epoch + 1}/{params.epochs}" + (
+            f"  loss {history[-1].loss:.3f}  held-out {history[-1].test_accuracy:.1f}%" if history else ""
+        )
         for b in range(steps_per_epoch):
             cancel.raise_if_cancelled()
             idx = order[b * params.batch_size : (b + 1) * params.batch_size]
@@ -182,7 +192,7 @@ def train(
             loss_sum += loss * len(idx)
             seen += len(idx)
             step += 1
-            progress((epoch + (b + 1) / steps_per_epoch) / params.epochs * 0.97, f"{params.method} epoch {epoch + 1}/{params.epochs}  loss {loss_sum / seen:.3f}")
+            progress((epoch + (b + 1) / steps_per_epoch) / params.epochs * 0.97, status)
         if params.method == "som":
             model.assign_labels(x_train, y_train)
             correct = int((model(x_train)[0].argmax(1) == y_train).sum())
@@ -228,6 +238,7 @@ def summarise(record: RunRecord, *, out: Path | None = None, resumed_from: int =
         accuracy=record.accuracy,
         smoothness={m.name: m.smoothness.score for m in maps},
         shuffled_smoothness={m.name: m.smoothness.shuffled_score for m in maps},
+        relu_smoothness={m.name: m.relu_smoothness.score for m in maps},
         orientation_smoothness={m.name: m.orientation_smoothness.score for m in maps},
         pinwheels={m.name: len(m.pinwheels) for m in maps},
         seconds=record.seconds,

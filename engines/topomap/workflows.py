@@ -30,6 +30,7 @@ class Loaded:
 @dataclass(frozen=True)
 class LiveUpdate:
     epochs: int
+    classes: tuple[str, ...]
     history: tuple[EpochStats, ...]
     snapshot: SnapshotView | None
 
@@ -68,12 +69,15 @@ def train_and_view(
     compare: CompareTable | None = None,
 ) -> Loaded:
     """Train (resuming a checkpoint at ``out``), streaming history and snapshot maps, then view."""
+    from .data import load_dataset
     from .train import train
+
+    classes = load_dataset(params.validate().data).classes
 
     def on_epoch(update) -> None:
         if on_live is not None:
             snap = snapshot_view(params, update.snapshot) if update.snapshot is not None else None
-            on_live(LiveUpdate(params.epochs, update.history, snap))
+            on_live(LiveUpdate(params.epochs, classes, update.history, snap))
 
     train(params, out=out, progress=scaled(progress, 0.0, 0.9), cancel=cancel, on_epoch=on_epoch)
     return _loaded(open_run(out, progress=scaled(progress, 0.9, 1.0), cancel=cancel), compare)

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engines.topomap.params import TrainParams
 from panels.base import MethodPanel, PanelContext
 
 from .views import METHOD_COLOURS, MapView, PixmapLabel, small_plot
@@ -49,6 +50,7 @@ METHOD_LABELS = {
 DATASETS = ("digits", "gratings", "shapes")
 KINDS = (("category", "Category d′ (best class)"), ("orientation", "Orientation preference"), ("frequency", "Spatial frequency preference"), ("dprime", "d′ of one class"))
 RUN_SUFFIX = ".topomap.pt"
+DEFAULTS = TrainParams()
 COMPARE_SUFFIX = ".topomap.json"
 
 
@@ -117,20 +119,20 @@ class TopomapPanel(MethodPanel):
             self.data.addItem(d, d)
         self.epochs = QSpinBox()
         self.epochs.setRange(1, 500)
-        self.epochs.setValue(40)
+        self.epochs.setValue(DEFAULTS.epochs)
         self.seed = QSpinBox()
         self.seed.setRange(0, 1_000_000)
-        self.widths = QLineEdit("16,36,64")
+        self.widths = QLineEdit(",".join(map(str, DEFAULTS.widths)))
         self.widths.setToolTip("Units per conv layer; each must be a square number (its units sit on a square grid).")
         self.alpha0 = QDoubleSpinBox()
         self.alpha0.setDecimals(3)
         self.alpha0.setRange(0.001, 1.0)
         self.alpha0.setSingleStep(0.01)
-        self.alpha0.setValue(0.2)
+        self.alpha0.setValue(DEFAULTS.alpha0)
         self.alpha0.setToolTip("SOM learning rate at the first step; it decays as e^(-3t/T), floored at 0.003.")
         self.tau = QDoubleSpinBox()
         self.tau.setRange(0.0, 100.0)
-        self.tau.setValue(5.0)
+        self.tau.setValue(DEFAULTS.tau)
         self.tau.setToolTip("TopoLoss weight (only for the TopoLoss method).")
         form.addRow("Method", self.method)
         form.addRow("Data", self.data)
@@ -226,32 +228,46 @@ class TopomapPanel(MethodPanel):
         return box
 
     def _build_plots(self) -> QWidget:
-        box = QWidget()
-        grid = QGridLayout(box)
-        grid.setContentsMargins(2, 2, 2, 2)
+        col = QSplitter(Qt.Orientation.Vertical)
         self.loss_plot = small_plot("Training loss", "", "epoch")
         self.acc_plot = small_plot("Accuracy (%)", "", "epoch")
         self.acc_plot.addLegend(offset=(-5, -5), labelTextColor="#222")
-        self.smooth_plot = small_plot("Smoothness: |Δ| vs grid distance", "|Δ|", "distance (units)")
+        self.smooth_plot = small_plot("Smoothness: |Δ| vs grid distance", "|Δ|", "grid distance (units)")
         self.scatter_plot = small_plot("Accuracy vs smoothness (runs)", "accuracy %", "smoothness (deeper layers)")
-        self.scatter_plot.addLegend(offset=(5, 5), labelTextColor="#222")
+        self.scatter_key = QLabel(
+            " ".join(f"<span style='color: rgb{METHOD_COLOURS[m]}'>●</span>&nbsp;{m}" for m in METHODS) + " &nbsp;★&nbsp;this run"
+        )
+        self.scatter_key.setTextFormat(Qt.TextFormat.RichText)
+        self.scatter_key.setWordWrap(True)
+        scatter_box = QWidget()
+        sl = QVBoxLayout(scatter_box)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(0)
+        sl.addWidget(self.scatter_plot, 1)
+        sl.addWidget(self.scatter_key)
+        for row in ((self.loss_plot, self.acc_plot), (self.smooth_plot, scatter_box)):
+            holder = QWidget()
+            line = QHBoxLayout(holder)
+            line.setContentsMargins(0, 0, 0, 0)
+            for plot in row:
+                line.addWidget(plot, 1)
+            col.addWidget(holder)
+
         kernels = QGroupBox("First-layer kernels")
+        kernels.setMaximumWidth(230)
         kl = QVBoxLayout(kernels)
         self.kernels = PixmapLabel()
         self.kernels.setMinimumSize(120, 120)
         kl.addWidget(self.kernels)
-        grid.addWidget(self.loss_plot, 0, 0)
-        grid.addWidget(self.acc_plot, 0, 1)
-        grid.addWidget(self.smooth_plot, 1, 0)
-        grid.addWidget(self.scatter_plot, 1, 1)
 
         unit = QGroupBox("Unit")
         ul = QGridLayout(unit)
         self.unit_title = QLabel("Click a unit on the map.")
         self.unit_title.setWordWrap(True)
-        self.tuning_plot = small_plot("Orientation tuning (per spatial frequency)", "response", "orientation (°)")
-        self.tuning_plot.addLegend(offset=(-5, 5), labelTextColor="#222")
+        self.tuning_plot = small_plot("Orientation tuning", "response", "orientation (°)")
         self.class_plot = small_plot("Mean response per class", "", "")
+        for plot in (self.tuning_plot, self.class_plot):
+            plot.setMinimumHeight(130)
         self.top = PixmapLabel()
         self.top.setFixedHeight(40)
         self.neighbours = QLabel("")
@@ -260,17 +276,21 @@ class TopomapPanel(MethodPanel):
         ul.addWidget(self.unit_title, 0, 0, 1, 2)
         ul.addWidget(self.tuning_plot, 1, 0)
         ul.addWidget(self.class_plot, 1, 1)
-        ul.addWidget(QLabel("Top stimuli (held-out images):"), 2, 0, 1, 2)
+        ul.addWidget(QLabel("Top held-out stimuli (tuning, class means and stimuli: final network):"), 2, 0, 1, 2)
         ul.addWidget(self.top, 3, 0, 1, 2)
         ul.addWidget(self.neighbours, 4, 0, 1, 2)
-        grid.addWidget(kernels, 2, 0)
-        grid.addWidget(unit, 2, 1)
-        grid.setRowStretch(0, 2)
-        grid.setRowStretch(1, 3)
-        grid.setRowStretch(2, 4)
-        grid.setColumnStretch(0, 2)
-        grid.setColumnStretch(1, 3)
-        return box
+        ul.setRowStretch(1, 1)
+        holder = QWidget()
+        bottom = QHBoxLayout(holder)
+        bottom.setContentsMargins(0, 0, 0, 0)
+        bottom.addWidget(kernels)
+        bottom.addWidget(unit, 1)
+        col.addWidget(holder)
+        for i, (stretch, size) in enumerate(((2, 150), (3, 230), (5, 340))):
+            col.setStretchFactor(i, stretch)
+        col.setSizes([150, 230, 340])
+        col.setChildrenCollapsible(False)
+        return col
 
     # Jobs ----------------------------------------------------------------------------------
     def _set_busy(self, busy: bool) -> None:
@@ -291,7 +311,7 @@ class TopomapPanel(MethodPanel):
     def start_training(self) -> None:
         method, data = self.method.currentData(), self.data.currentData()
         epochs, seed, alpha0, tau, widths = self.epochs.value(), self.seed.value(), self.alpha0.value(), self.tau.value(), self.widths.text()
-        folder = runs_folder()
+        folder, compare = runs_folder(), self.compare
         self.live, self.live_history, self.live_epochs = [], (), epochs
 
         def work(job):
@@ -299,7 +319,7 @@ class TopomapPanel(MethodPanel):
             from engines.topomap.workflows import run_name, train_and_view, with_widths
 
             params = with_widths(TrainParams(method=method, data=data, epochs=epochs, seed=seed, alpha0=alpha0, tau=tau), widths)
-            return train_and_view(params, folder / run_name(params), progress=job.progress, cancel=job.cancel, on_live=job.partial, compare=self.compare)
+            return train_and_view(params, folder / run_name(params), progress=job.progress, cancel=job.cancel, on_live=job.partial, compare=compare)
 
         self.runner.start(work, f"Topomap: train {method}")
 
@@ -337,7 +357,7 @@ class TopomapPanel(MethodPanel):
             if at_end or len(self.live) == 1:
                 self.scrubber.setValue(len(self.live) - 1)
             self.scrubber.blockSignals(False)
-            self._fill_layers([m.name for m in update.snapshot.layers], [])
+            self._fill_layers([m.name for m in update.snapshot.layers], list(update.classes))
         self._draw_all()
 
     def _on_loaded(self, result) -> None:
@@ -351,13 +371,15 @@ class TopomapPanel(MethodPanel):
         if result.compare is not None:
             self.compare = result.compare
         self.live, self.live_history = [], ()
-        self.selected = None
         self._fill_layers(list(self.view.layer_names), list(self.view.classes))
         self.scrubber.blockSignals(True)
         self.scrubber.setRange(0, len(self.view.snapshots) - 1)
         self.scrubber.setValue(len(self.view.snapshots) - 1)
         self.scrubber.blockSignals(False)
         self._describe_run()
+        layer = self.current_layer()
+        if layer is not None and (self.selected is None or self.selected >= layer.width):
+            self.selected = (layer.side // 2) * layer.side + layer.side // 2  # start with the centre unit
         self._draw_all()
 
     # Choices -------------------------------------------------------------------------------
@@ -380,6 +402,9 @@ class TopomapPanel(MethodPanel):
 
     def _on_choice(self, *_: Any) -> None:
         self.klass.setEnabled(self.kind.currentData() == "dprime")
+        layer = self.current_layer()
+        if layer is not None and (self.selected is None or self.selected >= layer.width):
+            self.selected = (layer.side // 2) * layer.side + layer.side // 2  # the centre unit of this grid
         self._save_choices()
         self._draw_all()
 
@@ -465,8 +490,7 @@ class TopomapPanel(MethodPanel):
         if layer is None:
             return
         curve = layer.orientation_smoothness if self.kind.currentData() == "orientation" else layer.smoothness
-        what = "preferred orientation (°)" if self.kind.currentData() == "orientation" else "d′ (mean over classes)"
-        self.smooth_plot.setLabel("left", f"|Δ {what}|")
+        self.smooth_plot.setLabel("left", "|Δ orientation| (°)" if self.kind.currentData() == "orientation" else "|Δd′|")
         if curve.curve.size == 0:
             self.smooth_plot.setTitle("Smoothness: grid too small", color="#222", size="9pt")
             return
@@ -478,7 +502,7 @@ class TopomapPanel(MethodPanel):
         self.smooth_plot.addItem(pg.FillBetweenItem(upper, lower, brush=pg.mkBrush(160, 160, 160, 90)))
         self.smooth_plot.plot(x, curve.shuffled_mean, pen=pg.mkPen((120, 120, 120), style=Qt.PenStyle.DashLine))
         self.smooth_plot.plot(x, curve.curve, pen=pg.mkPen((31, 119, 180), width=2), symbol="o", symbolSize=6, symbolBrush=(31, 119, 180))
-        self.smooth_plot.setTitle(f"Smoothness {curve.score:.2f} · shuffled {curve.shuffled_score:.2f} (grey band)", color="#222", size="9pt")
+        self.smooth_plot.setTitle(f"Smoothness {curve.score:.2f} (shuffled: {curve.shuffled_score:.2f}, grey)", color="#222", size="9pt")
 
     def _draw_scatter(self) -> None:
         plot = self.scatter_plot
@@ -488,10 +512,10 @@ class TopomapPanel(MethodPanel):
             mine = [p for p in points if p.method == method]
             if mine:
                 plot.plot([p.smoothness for p in mine], [p.accuracy for p in mine], pen=None, symbol="o", symbolSize=8,
-                          symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200), symbolPen=None, name=method)
+                          symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200), symbolPen=None)
         if self.point is not None and not self.live:
             plot.plot([self.point.smoothness], [self.point.accuracy], pen=None, symbol="star", symbolSize=16,
-                      symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]), symbolPen=pg.mkPen("k"), name="this run")
+                      symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]), symbolPen=pg.mkPen("k"))
 
     def select_unit(self, unit: int) -> None:
         self.selected = int(unit)
@@ -523,9 +547,12 @@ class TopomapPanel(MethodPanel):
             return
         detail = final.detail
         orientations = list(self.view.orientations)
+        keys = []
         for j, freq in enumerate(self.view.frequencies):
             colour = pg.intColor(j, hues=len(self.view.frequencies), values=1, maxValue=200)
-            self.tuning_plot.plot(orientations, detail.tuning[k, :, j], pen=pg.mkPen(colour, width=2), name=f"{freq:g} c/img")
+            self.tuning_plot.plot(orientations, detail.tuning[k, :, j], pen=pg.mkPen(colour, width=2))
+            keys.append(f"<span style='color: {colour.name()}'>{freq:g}</span>")
+        self.tuning_plot.setTitle(f"Tuning at {' '.join(keys)} c/img", color="#222", size="9pt")
         means = detail.class_means[k]
         self.class_plot.addItem(pg.BarGraphItem(x=np.arange(len(means)), height=means, width=0.7, brush=(31, 119, 180)))
         self.class_plot.getAxis("bottom").setTicks([[(i, c) for i, c in enumerate(classes)]])

@@ -81,7 +81,7 @@ def small_plot(title: str, left: str = "", bottom: str = "") -> pg.PlotWidget:
     plot.setLabel("bottom", bottom)
     plot.showGrid(x=True, y=True, alpha=0.2)
     plot.setMenuEnabled(False)
-    plot.setMinimumHeight(130)
+    plot.setMinimumHeight(100)
     for axis in ("left", "bottom"):
         plot.getAxis(axis).enableAutoSIPrefix(False)
         plot.getAxis(axis).setTextPen("#333")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.core import EngineError, to_jsonable
-from engines.topomap.params import DATASETS, METHODS, CompareParams, TrainParams
+from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams
 
 from .common import add_command, add_group, cli_job, existing_file, output
 
@@ -33,7 +33,8 @@ def _schedule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", choices=DATASETS, default=d.data, help=f"training data (default {d.data})")
     parser.add_argument("--epochs", type=int, default=d.epochs, help=f"epochs (default {d.epochs})")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help=f"mini-batch size (default {d.batch_size})")
-    parser.add_argument("--lr", type=float, default=d.lr, help=f"SGD learning rate, cosine-annealed (default {d.lr})")
+    parser.add_argument("--lr", type=float, default=d.lr, help=f"SGD learning rate (default {d.lr})")
+    parser.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=d.lr_schedule, help="step: x0.1 at 2/3 and 8/9 of training, as the reference (default); cosine")
     parser.add_argument("--widths", type=str, default=",".join(map(str, d.widths)), help="conv widths, square numbers (default 16,36,64)")
     parser.add_argument("--alpha0", type=float, default=d.alpha0, help=f"SOM learning rate at step 0 (default {d.alpha0})")
     parser.add_argument("--sigma0", type=float, default=None, help="SOM neighbourhood width at step 0 (default sqrt(K) per layer)")
@@ -47,6 +48,7 @@ def _base_params(args: argparse.Namespace, **extra: Any) -> TrainParams:
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
+        lr_schedule=args.lr_schedule,
         widths=_widths(args.widths),
         alpha0=args.alpha0,
         sigma0=args.sigma0,
@@ -68,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     comp = add_command(group, "compare", cmd_compare, "train every method over several seeds and report accuracy and smoothness (mean ± std)")
     comp.add_argument("--seeds", type=int, default=3, help="seeds per method (default 3)")
+    comp.add_argument("--first-seed", type=int, default=0, help="first seed (default 0): seeds run from it upwards")
     comp.add_argument("--methods", type=str, default=",".join(METHODS), help="comma-separated methods (default all)")
     comp.add_argument("--out", type=Path, default=None, help="folder to keep every run file in (a rerun reuses and resumes them)")
     comp.add_argument("--save", type=Path, default=None, help="also write the result JSON here (for the panel's scatter plot)")
@@ -106,7 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     from engines.core import configure_threads, write_json
     from engines.topomap.compare import compare
 
-    params = CompareParams(seeds=args.seeds, methods=_methods(args.methods), base=_base_params(args)).validate()
+    params = CompareParams(seeds=args.seeds, first_seed=args.first_seed, methods=_methods(args.methods), base=_base_params(args)).validate()
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise EngineError(f"--out {args.out} is a file; give a folder for the run files")
     configure_threads()

@@ -40,7 +40,7 @@ def test_maps_writes_png_npz_csv_and_weights(tiny_run, cli, tmp_path: Path) -> N
     assert maps["conv2/dprime"].shape == (10, 3, 3) and maps["conv1/orientation"].shape == (2, 2)
     rows = (tmp_path / "maps" / "units.csv").read_text().splitlines()
     assert len(rows) == 1 + 4 + 9 and rows[0].startswith("layer,unit,row,col")
-    assert not list((tmp_path / "maps").glob(".*tmp*"))  # no temporary files left behind
+    assert all(p.is_file() and not p.name.startswith(".") for p in (tmp_path / "maps").iterdir())  # no temp files, no folders
 
 
 def test_compare_reports_every_method_with_mean_and_std(cli, tmp_path: Path) -> None:

@@ -33,6 +33,13 @@ def test_every_method_trains_and_writes_a_run(method: str, tmp_path: Path) -> No
     assert record.snapshots[-1].layers[0].dprime.shape == (10, 16 if method == "som" else 4)
 
 
+@pytest.mark.parametrize("data, classes", [("gratings", 8), ("shapes", 8)])
+def test_procedural_data_sets_train(data: str, classes: int) -> None:
+    result = train(replace(TINY, data=data, epochs=1, snapshots=2))
+    assert result.data == data and 0.0 <= result.accuracy <= 100.0
+    assert set(result.pinwheels) == {"conv1", "conv2"}
+
+
 def test_cbsom_step_updates_every_conv_layer_around_its_credit_bmu() -> None:
     """One step from the same weights and batch: CB-SOM = plain SGD + the neighbourhood rule per layer."""
     from engines.topomap.selforg import credit_bmu, neighbourhood_update
@@ -110,11 +117,25 @@ def test_snapshot_epochs_cover_both_ends() -> None:
         ({"widths": (16, 16, 16, 16, 16)}, "layer widths"),
         ({"widths": (400,)}, "at most"),
         ({"batch_size": 1}, "batch size"),
+        ({"lr_schedule": "linear"}, "learning-rate schedule"),
     ],
 )
 def test_impossible_parameters_are_one_clear_error(change: dict, message: str) -> None:
     with pytest.raises(EngineError, match=message):
         train(replace(TINY, **change))
+
+
+def test_compare_parameters_are_checked_before_any_training() -> None:
+    from engines.topomap.compare import compare
+    from engines.topomap.params import CompareParams
+
+    with pytest.raises(EngineError, match="seeds"):
+        compare(CompareParams(seeds=0))
+    with pytest.raises(EngineError, match="first seed"):
+        compare(CompareParams(first_seed=-1))
+    with pytest.raises(EngineError, match="not a square number"):
+        compare(CompareParams(base=replace(TINY, widths=(8,))))
+    assert CompareParams(first_seed=100).run_params("absom", 101) == replace(TrainParams(), method="absom", seed=101)
 
 
 def test_training_data_sets_are_fixed_and_standardised() -> None:
