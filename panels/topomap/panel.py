@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from engines.topomap.params import TrainParams
+from engines.topomap.runfile import RUN_SUFFIX
 from panels.base import MethodPanel, PanelContext
 
 from .views import METHOD_COLOURS, MapView, PixmapLabel, small_plot
@@ -49,7 +50,6 @@ METHOD_LABELS = {
 }
 DATASETS = ("digits", "gratings", "shapes")
 KINDS = (("category", "Category d′ (best class)"), ("orientation", "Orientation preference"), ("frequency", "Spatial frequency preference"), ("dprime", "d′ of one class"))
-RUN_SUFFIX = ".topomap.pt"
 DEFAULTS = TrainParams()
 COMPARE_SUFFIX = ".topomap.json"
 
@@ -315,7 +315,6 @@ class TopomapPanel(MethodPanel):
         self.live, self.live_history, self.live_epochs = [], (), epochs
 
         def work(job):
-            from engines.topomap.params import TrainParams
             from engines.topomap.workflows import run_name, train_and_view, with_widths
 
             params = with_widths(TrainParams(method=method, data=data, epochs=epochs, seed=seed, alpha0=alpha0, tau=tau), widths)

@@ -84,8 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_out(path: Path) -> None:
     if path.exists() and path.is_dir():
         raise EngineError(f"--out {path} is a folder; give a run file name such as {path / 'run.topomap.pt'}")
-    if not path.name.endswith(".topomap.pt"):
-        raise EngineError(f"--out {path.name} must end in .topomap.pt so the app can open it")
+    from engines.topomap.runfile import RUN_SUFFIX
+
+    if not path.name.endswith(RUN_SUFFIX):
+        raise EngineError(f"--out {path.name} must end in {RUN_SUFFIX} so the app can open it")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
