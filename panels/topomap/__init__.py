@@ -1,15 +1,12 @@
-"""The topomap panel (placeholder until issue #7 lands)."""
-from panels.placeholder import placeholder_panel
+"""The topomap panel: credit-based self-organising maps against their baselines.
 
-TITLE = 'Topographic maps (CB-SOM)'
-
-Panel = placeholder_panel(
-    'topomap',
-    TITLE,
-    'Train topographic networks with credit-based self-organising maps and look at their cortical maps.',
-    issue=7,
-)
+The panel module (pyqtgraph) is imported when the dock is first built, not at start-up.
+"""
+# Run files and saved comparisons (`workbench topomap compare --save FILE.topomap.json`).
+FILE_SUFFIXES = (".topomap.pt", ".topomap.json")
 
 
 def create_panel(ctx):
-    return Panel(ctx)
+    from .panel import TopomapPanel
+
+    return TopomapPanel(ctx)

@@ -1,0 +1,726 @@
+"""The topomap panel: train a topographic network in the background and look at its maps.
+
+Left: training parameters, run files, what to show. Middle: the map on the unit grid (click a
+unit), its legend and the training scrubber. Right: live loss/accuracy, the smoothness curve
+against its shuffled band, accuracy-vs-smoothness across runs, first-layer kernels, and the
+clicked unit's tuning curve, class responses, top stimuli and neighbours.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engines.topomap.params import TrainParams
+from engines.topomap.runfile import RUN_SUFFIX
+from panels.base import MethodPanel, PanelContext
+
+from .views import METHOD_COLOURS, MapView, PixmapLabel, small_plot
+
+METHODS = ("cbsom", "absom", "none", "topoloss", "som")
+METHOD_LABELS = {
+    "cbsom": "CB-SOM (credit BMU)",
+    "absom": "AB-SOM (activation BMU)",
+    "none": "None (non-topographic)",
+    "topoloss": "TopoLoss τ (TopoNets)",
+    "som": "Classic Kohonen SOM",
+}
+DATASETS = ("digits", "gratings", "shapes")
+KINDS = (("category", "Category d′ (best class)"), ("orientation", "Orientation preference"), ("frequency", "Spatial frequency preference"), ("dprime", "d′ of one class"))
+DEFAULTS = TrainParams()
+COMPARE_SUFFIX = ".topomap.json"
+
+
+def runs_folder() -> Path:
+    """Where runs trained in the panel are kept (next to the app's settings)."""
+    from workbench.settings import config_dir
+
+    return config_dir() / "topomap-runs"
+
+
+class TopomapPanel(MethodPanel):
+    name = "topomap"
+    title = "Topographic maps (CB-SOM)"
+
+    def __init__(self, ctx: PanelContext, parent: QWidget | None = None) -> None:
+        super().__init__(ctx, parent)
+        self.view = None  # engines.topomap.runview.RunView of the shown run
+        self.point = None  # its ScatterPoint
+        self.compare = None  # a CompareTable for the scatter plot
+        self.live: list = []  # SnapshotViews streamed while training
+        self.live_history: tuple = ()
+        self.live_epochs = 0
+        self.selected: int | None = None
+        self.exporter = ctx.jobs.runner("topomap-export")
+        self.exporter.failed.connect(self.show_error)
+        self.exporter.finished.connect(lambda text: self.show_info(str(text)))
+        self._build()
+        self.runner.partial.connect(self._on_live)
+        self.runner.finished.connect(self._on_loaded)
+        self.runner.progress.connect(lambda f, text: self.status.setText(text))
+        self.runner.started.connect(lambda *_: self._set_busy(True))
+        self.runner.done.connect(lambda: self._set_busy(False))
+        self.play_timer = QTimer(self)
+        self.play_timer.setInterval(450)
+        self.play_timer.timeout.connect(self._play_step)
+        self._restore_choices()
+
+    # Building ------------------------------------------------------------------------------
+    def _build(self) -> None:
+        layout = QHBoxLayout(self.body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        split = QSplitter(Qt.Orientation.Horizontal, self.body)
+        layout.addWidget(split)
+        split.addWidget(self._build_controls())
+        split.addWidget(self._build_map())
+        split.addWidget(self._build_plots())
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 3)
+        split.setStretchFactor(2, 4)
+        split.setSizes([250, 480, 640])
+
+    def _build_controls(self) -> QWidget:
+        box = QWidget()
+        box.setMinimumWidth(230)
+        box.setMaximumWidth(300)
+        col = QVBoxLayout(box)
+        col.setContentsMargins(2, 2, 2, 2)
+
+        train = QGroupBox("Train")
+        form = QFormLayout(train)
+        self.method = QComboBox()
+        for m in METHODS:
+            self.method.addItem(METHOD_LABELS[m], m)
+        self.data = QComboBox()
+        for d in DATASETS:
+            self.data.addItem(d, d)
+        self.epochs = QSpinBox()
+        self.epochs.setRange(1, 500)
+        self.epochs.setValue(DEFAULTS.epochs)
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 1_000_000)
+        self.widths = QLineEdit(",".join(map(str, DEFAULTS.widths)))
+        self.widths.setToolTip("Units per conv layer; each must be a square number (its units sit on a square grid).")
+        self.alpha0 = QDoubleSpinBox()
+        self.alpha0.setDecimals(3)
+        self.alpha0.setRange(0.001, 1.0)
+        self.alpha0.setSingleStep(0.01)
+        self.alpha0.setValue(DEFAULTS.alpha0)
+        self.alpha0.setToolTip("SOM learning rate at the first step; it decays as e^(-3t/T), floored at 0.003.")
+        self.tau = QDoubleSpinBox()
+        self.tau.setRange(0.0, 100.0)
+        self.tau.setValue(DEFAULTS.tau)
+        self.tau.setToolTip("TopoLoss weight (only for the TopoLoss method).")
+        form.addRow("Method", self.method)
+        form.addRow("Data", self.data)
+        form.addRow("Epochs", self.epochs)
+        form.addRow("Seed", self.seed)
+        form.addRow("Widths", self.widths)
+        form.addRow("α0", self.alpha0)
+        form.addRow("τ", self.tau)
+        buttons = QHBoxLayout()
+        self.train_button = QPushButton("Train")
+        self.train_button.clicked.connect(self.start_training)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        buttons.addWidget(self.train_button)
+        buttons.addWidget(self.cancel_button)
+        form.addRow(buttons)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setStyleSheet("color: #555;")
+        form.addRow(self.status)
+        col.addWidget(train)
+
+        runs = QGroupBox("Runs")
+        rl = QVBoxLayout(runs)
+        row = QHBoxLayout()
+        open_run = QPushButton("Open run…")
+        open_run.clicked.connect(lambda: self._open_dialog(f"Topomap run (*{RUN_SUFFIX})"))
+        open_cmp = QPushButton("Open comparison…")
+        open_cmp.clicked.connect(lambda: self._open_dialog(f"Topomap comparison (*{COMPARE_SUFFIX} *.json)"))
+        row.addWidget(open_run)
+        row.addWidget(open_cmp)
+        rl.addLayout(row)
+        self.summary = QLabel("No run loaded.")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        rl.addWidget(self.summary)
+        col.addWidget(runs)
+
+        show = QGroupBox("Show")
+        sf = QFormLayout(show)
+        self.layer = QComboBox()
+        self.kind = QComboBox()
+        for key, label in KINDS:
+            self.kind.addItem(label, key)
+        self.klass = QComboBox()
+        self.show_pinwheels = QCheckBox("Pinwheel markers")
+        self.show_pinwheels.setChecked(True)
+        sf.addRow("Layer", self.layer)
+        sf.addRow("Map", self.kind)
+        sf.addRow("Class", self.klass)
+        sf.addRow(self.show_pinwheels)
+        for widget in (self.layer, self.kind, self.klass):
+            widget.currentIndexChanged.connect(self._on_choice)
+        self.show_pinwheels.toggled.connect(self._on_choice)
+        col.addWidget(show)
+        col.addStretch(1)
+        return box
+
+    def _build_map(self) -> QWidget:
+        box = QWidget()
+        col = QVBoxLayout(box)
+        col.setContentsMargins(2, 2, 2, 2)
+        self.map_title = QLabel("")
+        self.map_title.setStyleSheet("font-weight: bold;")
+        col.addWidget(self.map_title)
+        self.map = MapView()
+        self.map.setMinimumSize(300, 300)
+        self.map.unitClicked.connect(self.select_unit)
+        col.addWidget(self.map, 1)
+        self.legend_bar = PixmapLabel()
+        self.legend_bar.setFixedHeight(14)
+        col.addWidget(self.legend_bar)
+        self.legend = QLabel("")
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        col.addWidget(self.legend)
+        scrub = QHBoxLayout()
+        self.play = QToolButton()
+        self.play.setText("▶")
+        self.play.setToolTip("Replay map formation over the training snapshots")
+        self.play.setCheckable(True)
+        self.play.toggled.connect(self._toggle_play)
+        self.scrubber = QSlider(Qt.Orientation.Horizontal)
+        self.scrubber.setRange(0, 0)
+        self.scrubber.valueChanged.connect(self._on_choice)
+        self.epoch_label = QLabel("epoch –")
+        self.epoch_label.setMinimumWidth(90)
+        scrub.addWidget(self.play)
+        scrub.addWidget(self.scrubber, 1)
+        scrub.addWidget(self.epoch_label)
+        col.addLayout(scrub)
+        return box
+
+    def _build_plots(self) -> QWidget:
+        col = QSplitter(Qt.Orientation.Vertical)
+        self.loss_plot = small_plot("Training loss", "", "epoch")
+        self.acc_plot = small_plot("Accuracy (%)", "", "epoch")
+        self.acc_plot.addLegend(offset=(-5, -5), labelTextColor="#222")
+        self.smooth_plot = small_plot("Smoothness: |Δ| vs grid distance", "|Δ|", "grid distance (units)")
+        self.scatter_plot = small_plot("Accuracy vs smoothness (runs)", "accuracy %", "smoothness (deeper layers)")
+        self.scatter_key = QLabel(
+            " ".join(f"<span style='color: rgb{METHOD_COLOURS[m]}'>●</span>&nbsp;{m}" for m in METHODS) + " &nbsp;★&nbsp;this run"
+        )
+        self.scatter_key.setTextFormat(Qt.TextFormat.RichText)
+        self.scatter_key.setWordWrap(True)
+        scatter_box = QWidget()
+        sl = QVBoxLayout(scatter_box)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(0)
+        sl.addWidget(self.scatter_plot, 1)
+        sl.addWidget(self.scatter_key)
+        for row in ((self.loss_plot, self.acc_plot), (self.smooth_plot, scatter_box)):
+            holder = QWidget()
+            line = QHBoxLayout(holder)
+            line.setContentsMargins(0, 0, 0, 0)
+            for plot in row:
+                line.addWidget(plot, 1)
+            col.addWidget(holder)
+
+        kernels = QGroupBox("First-layer kernels")
+        kernels.setMaximumWidth(230)
+        kl = QVBoxLayout(kernels)
+        self.kernels = PixmapLabel()
+        self.kernels.setMinimumSize(120, 120)
+        kl.addWidget(self.kernels)
+
+        unit = QGroupBox("Unit")
+        ul = QGridLayout(unit)
+        self.unit_title = QLabel("Click a unit on the map.")
+        self.unit_title.setWordWrap(True)
+        self.tuning_plot = small_plot("Orientation tuning", "response", "orientation (°)")
+        self.class_plot = small_plot("Mean response per class", "", "")
+        for plot in (self.tuning_plot, self.class_plot):
+            plot.setMinimumHeight(130)
+        self.top = PixmapLabel()
+        self.top.setFixedHeight(40)
+        self.neighbours = QLabel("")
+        self.neighbours.setWordWrap(True)
+        self.neighbours.setTextFormat(Qt.TextFormat.RichText)
+        ul.addWidget(self.unit_title, 0, 0, 1, 2)
+        ul.addWidget(self.tuning_plot, 1, 0)
+        ul.addWidget(self.class_plot, 1, 1)
+        ul.addWidget(QLabel("Top held-out stimuli (tuning, class means and stimuli: final network):"), 2, 0, 1, 2)
+        ul.addWidget(self.top, 3, 0, 1, 2)
+        ul.addWidget(self.neighbours, 4, 0, 1, 2)
+        ul.setRowStretch(1, 1)
+        holder = QWidget()
+        bottom = QHBoxLayout(holder)
+        bottom.setContentsMargins(0, 0, 0, 0)
+        bottom.addWidget(kernels)
+        bottom.addWidget(unit, 1)
+        col.addWidget(holder)
+        for i, (stretch, size) in enumerate(((2, 150), (3, 230), (5, 340))):
+            col.setStretchFactor(i, stretch)
+        col.setSizes([150, 230, 340])
+        col.setChildrenCollapsible(False)
+        return col
+
+    # Jobs ----------------------------------------------------------------------------------
+    def _set_busy(self, busy: bool) -> None:
+        self.cancel_button.setEnabled(busy)
+        self.train_button.setEnabled(not busy)
+        if not busy and not self.message.text:
+            self.status.setText("")
+
+    def run_default(self) -> bool:
+        def work(job):
+            from engines.topomap.workflows import load_example
+
+            return load_example(progress=job.progress, cancel=job.cancel)
+
+        self.runner.start(work, "Topomap: open the example run")
+        return True
+
+    def start_training(self) -> None:
+        method, data = self.method.currentData(), self.data.currentData()
+        epochs, seed, alpha0, tau, widths = self.epochs.value(), self.seed.value(), self.alpha0.value(), self.tau.value(), self.widths.text()
+        folder, compare = runs_folder(), self.compare
+        self.live, self.live_history, self.live_epochs = [], (), epochs
+
+        def work(job):
+            from engines.topomap.workflows import run_name, train_and_view, with_widths
+
+            params = with_widths(TrainParams(method=method, data=data, epochs=epochs, seed=seed, alpha0=alpha0, tau=tau), widths)
+            return train_and_view(params, folder / run_name(params), progress=job.progress, cancel=job.cancel, on_live=job.partial, compare=compare)
+
+        self.runner.start(work, f"Topomap: train {method}")
+
+    def open_path(self, path: Path) -> None:
+        path = Path(path)
+        name = path.name.lower()
+        if name.endswith(COMPARE_SUFFIX) or name.endswith(".json"):
+            def work(job):
+                from engines.topomap.compare import load_compare
+
+                return load_compare(path)
+        else:
+            def work(job):
+                from engines.topomap.workflows import load_run_file
+
+                return load_run_file(path, progress=job.progress, cancel=job.cancel)
+
+        self.ctx.add_recent(str(path))
+        self.runner.start(work, f"Topomap: open {path.name}")
+
+    def _open_dialog(self, filter_text: str) -> None:
+        dialog = QFileDialog(self, "Open", self.ctx.settings.last_dir() if hasattr(self.ctx.settings, "last_dir") else "", filter_text)
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.fileSelected.connect(lambda p: self.open_path(Path(p)))
+        dialog.open()
+
+    def _on_live(self, update) -> None:
+        self.live_history = update.history
+        self.live_epochs = update.epochs
+        if update.snapshot is not None:
+            self.live.append(update.snapshot)
+            at_end = self.scrubber.value() == self.scrubber.maximum()
+            self.scrubber.blockSignals(True)
+            self.scrubber.setRange(0, len(self.live) - 1)
+            if at_end or len(self.live) == 1:
+                self.scrubber.setValue(len(self.live) - 1)
+            self.scrubber.blockSignals(False)
+            self._fill_layers([m.name for m in update.snapshot.layers], list(update.classes))
+        self._draw_all()
+
+    def _on_loaded(self, result) -> None:
+        from_compare = not hasattr(result, "view")
+        if from_compare:
+            self.compare = result
+            self._draw_scatter()
+            self.show_info(f"Loaded a comparison of {len(result.points)} runs.")
+            return
+        self.view, self.point = result.view, result.point
+        if result.compare is not None:
+            self.compare = result.compare
+        self.live, self.live_history = [], ()
+        self._fill_layers(list(self.view.layer_names), list(self.view.classes))
+        self.scrubber.blockSignals(True)
+        self.scrubber.setRange(0, len(self.view.snapshots) - 1)
+        self.scrubber.setValue(len(self.view.snapshots) - 1)
+        self.scrubber.blockSignals(False)
+        self._describe_run()
+        layer = self.current_layer()
+        if layer is not None and (self.selected is None or self.selected >= layer.width):
+            self.selected = (layer.side // 2) * layer.side + layer.side // 2  # start with the centre unit
+        self._draw_all()
+
+    # Choices -------------------------------------------------------------------------------
+    def _fill_layers(self, layers: list[str], classes: list[str]) -> None:
+        current = self.layer.currentText()
+        if [self.layer.itemText(i) for i in range(self.layer.count())] != layers:
+            self.layer.blockSignals(True)
+            self.layer.clear()
+            self.layer.addItems(layers)
+            wanted = self._wanted_layer if getattr(self, "_wanted_layer", None) in layers else current
+            self.layer.setCurrentIndex(layers.index(wanted) if wanted in layers else len(layers) - 1)
+            self.layer.blockSignals(False)
+        if classes:
+            current_class = self.klass.currentIndex()
+            self.klass.blockSignals(True)
+            self.klass.clear()
+            self.klass.addItems(classes)
+            self.klass.setCurrentIndex(current_class if 0 <= current_class < len(classes) else 0)
+            self.klass.blockSignals(False)
+
+    def _on_choice(self, *_: Any) -> None:
+        self.klass.setEnabled(self.kind.currentData() == "dprime")
+        layer = self.current_layer()
+        if layer is not None and (self.selected is None or self.selected >= layer.width):
+            self.selected = (layer.side // 2) * layer.side + layer.side // 2  # the centre unit of this grid
+        self._save_choices()
+        self._draw_all()
+
+    def _snapshots(self) -> list:
+        if self.live:
+            return self.live
+        return list(self.view.snapshots) if self.view is not None else []
+
+    def current_snapshot(self):
+        snaps = self._snapshots()
+        if not snaps:
+            return None
+        return snaps[min(self.scrubber.value(), len(snaps) - 1)]
+
+    def current_layer(self):
+        snap = self.current_snapshot()
+        if snap is None:
+            return None
+        index = max(0, min(self.layer.currentIndex(), len(snap.layers) - 1))
+        return snap.layers[index]
+
+    def image_key(self) -> str:
+        kind = self.kind.currentData()
+        return f"dprime/{max(self.klass.currentIndex(), 0)}" if kind == "dprime" else kind
+
+    # Drawing -------------------------------------------------------------------------------
+    def _draw_all(self) -> None:
+        self._draw_map()
+        self._draw_training()
+        self._draw_smoothness()
+        self._draw_scatter()
+        self._draw_unit()
+
+    def _draw_map(self) -> None:
+        snap, layer = self.current_snapshot(), self.current_layer()
+        if snap is None or layer is None:
+            self.map.clear()
+            return
+        key = self.image_key()
+        rgb = layer.images.get(key, layer.images["category"])
+        pins = [(p.row, p.col, p.sign) for p in layer.pinwheels] if key == "orientation" and self.show_pinwheels.isChecked() else None
+        self.map.show_map(rgb, pins, self.selected if self.selected is not None and self.selected < layer.width else None)
+        total = self.live_epochs if self.live else (self.view.params.epochs if self.view else 0)
+        self.epoch_label.setText(f"epoch {snap.epoch}/{total}")
+        self.kernels.set_rgb(snap.kernels)
+        classes = list(self.view.classes) if self.view is not None and not self.live else [self.klass.itemText(i) for i in range(self.klass.count())]
+        self.map_title.setText(f"{layer.name}: {layer.side}×{layer.side} units · {self.kind.currentText()}")
+        kind = self.kind.currentData()
+        if kind == "orientation":
+            self.legend_bar.set_rgb(self.view.legends["orientation"] if self.view else None)
+            self.legend.setText(
+                f"Hue: preferred orientation 0°→180° (bar above); brightness: selectivity. "
+                f"Pinwheels: {len(layer.pinwheels)} (white +½, black −½)."
+            )
+        elif kind == "frequency":
+            self.legend_bar.set_rgb(self.view.legends["frequency"] if self.view else None)
+            self.legend.setText("Hue: preferred spatial frequency, 1.5 (red) → 6 (violet) cycles/image; brightness: selectivity.")
+        elif kind == "dprime":
+            self.legend_bar.set_rgb(None)
+            name = classes[self.klass.currentIndex()] if classes else ""
+            self.legend.setText(f"d′ for class {name}: red = prefers it, blue = avoids it, white = indifferent.")
+        else:
+            from engines.topomap.render import class_colour
+
+            self.legend_bar.set_rgb(None)
+            chips = " ".join(f"<span style='color: rgb{class_colour(i)}'>■</span>&nbsp;{c}" for i, c in enumerate(classes))
+            self.legend.setText(f"Colour: class with the highest d′; brightness: that d′. {chips}")
+
+    def _draw_training(self) -> None:
+        history = self.live_history if self.live or self.live_history else (self.view.history if self.view else ())
+        self.loss_plot.clear()
+        self.acc_plot.clear()
+        if not history:
+            return
+        epochs = [h.epoch for h in history]
+        self.loss_plot.plot(epochs, [h.loss for h in history], pen=pg.mkPen((31, 119, 180), width=2))
+        self.acc_plot.plot(epochs, [h.train_accuracy for h in history], pen=pg.mkPen((150, 150, 150), width=2), name="train")
+        self.acc_plot.plot(epochs, [h.test_accuracy for h in history], pen=pg.mkPen((214, 39, 40), width=2), name="held-out")
+
+    def _draw_smoothness(self) -> None:
+        self.smooth_plot.clear()
+        layer = self.current_layer()
+        if layer is None:
+            return
+        curve = layer.orientation_smoothness if self.kind.currentData() == "orientation" else layer.smoothness
+        self.smooth_plot.setLabel("left", "|Δ orientation| (°)" if self.kind.currentData() == "orientation" else "|Δd′|")
+        if curve.curve.size == 0:
+            self.smooth_plot.setTitle("Smoothness: grid too small", color="#222", size="9pt")
+            return
+        x = curve.distances
+        upper = pg.PlotDataItem(x, curve.shuffled_mean + curve.shuffled_std, pen=pg.mkPen((180, 180, 180)))
+        lower = pg.PlotDataItem(x, curve.shuffled_mean - curve.shuffled_std, pen=pg.mkPen((180, 180, 180)))
+        self.smooth_plot.addItem(upper)
+        self.smooth_plot.addItem(lower)
+        self.smooth_plot.addItem(pg.FillBetweenItem(upper, lower, brush=pg.mkBrush(160, 160, 160, 90)))
+        self.smooth_plot.plot(x, curve.shuffled_mean, pen=pg.mkPen((120, 120, 120), style=Qt.PenStyle.DashLine))
+        self.smooth_plot.plot(x, curve.curve, pen=pg.mkPen((31, 119, 180), width=2), symbol="o", symbolSize=6, symbolBrush=(31, 119, 180))
+        self.smooth_plot.setTitle(f"Smoothness {curve.score:.2f} (shuffled: {curve.shuffled_score:.2f}, grey)", color="#222", size="9pt")
+
+    def _draw_scatter(self) -> None:
+        plot = self.scatter_plot
+        plot.clear()
+        points = list(self.compare.points) if self.compare is not None else []
+        for method in METHODS:
+            mine = [p for p in points if p.method == method]
+            if mine:
+                plot.plot([p.smoothness for p in mine], [p.accuracy for p in mine], pen=None, symbol="o", symbolSize=8,
+                          symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200), symbolPen=None)
+        if self.point is not None and not self.live:
+            plot.plot([self.point.smoothness], [self.point.accuracy], pen=None, symbol="star", symbolSize=16,
+                      symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]), symbolPen=pg.mkPen("k"))
+
+    def select_unit(self, unit: int) -> None:
+        self.selected = int(unit)
+        self._draw_map()
+        self._draw_unit()
+
+    def _draw_unit(self) -> None:
+        self.tuning_plot.clear()
+        self.class_plot.clear()
+        self.top.set_rgb(None)
+        layer = self.current_layer()
+        if self.selected is None or layer is None or self.selected >= layer.width:
+            self.unit_title.setText("Click a unit on the map.")
+            self.neighbours.setText("")
+            return
+        k = self.selected
+        s = layer.stats
+        row, col = divmod(k, layer.side)
+        classes = list(self.view.classes) if self.view else []
+        best = int(s.dprime[:, k].argmax())
+        best_name = classes[best] if best < len(classes) else str(best)
+        self.unit_title.setText(
+            f"<b>{layer.name} unit {k}</b> (row {row}, col {col}) · best class {best_name} (d′ {s.dprime[best, k]:.2f}) · "
+            f"orientation {s.orientation[k]:.0f}° (sel. {s.orientation_selectivity[k]:.2f}) · {s.frequency[k]:g} cycles/image"
+        )
+        final = self._final_layer(layer.name)
+        if final is None or final.detail is None:
+            self.neighbours.setText("Tuning curves and top stimuli are measured on the final network.")
+            return
+        detail = final.detail
+        orientations = list(self.view.orientations)
+        keys = []
+        for j, freq in enumerate(self.view.frequencies):
+            colour = pg.intColor(j, hues=len(self.view.frequencies), values=1, maxValue=200)
+            self.tuning_plot.plot(orientations, detail.tuning[k, :, j], pen=pg.mkPen(colour, width=2))
+            keys.append(f"<span style='color: {colour.name()}'>{freq:g}</span>")
+        self.tuning_plot.setTitle(f"Tuning at {' '.join(keys)} c/img", color="#222", size="9pt")
+        means = detail.class_means[k]
+        self.class_plot.addItem(pg.BarGraphItem(x=np.arange(len(means)), height=means, width=0.7, brush=(31, 119, 180)))
+        self.class_plot.getAxis("bottom").setTicks([[(i, c) for i, c in enumerate(classes)]])
+        index = self.view.layer_names.index(layer.name)
+        self.top.set_rgb(self.view.top_strips[index][k])
+        rows = []
+        for n in detail.neighbours[k]:
+            if n < 0:
+                continue
+            nb = int(s.dprime[:, n].argmax())
+            rows.append(f"{n}: {classes[nb] if nb < len(classes) else nb} (d′ {s.dprime[nb, n]:.2f}), {s.orientation[n]:.0f}°")
+        self.neighbours.setText("<b>Neighbours</b> — " + "; ".join(rows))
+
+    def _final_layer(self, name: str):
+        if self.view is None or self.live:
+            return None
+        for layer in self.view.layers:
+            if layer.name == name:
+                return layer
+        return None
+
+    def _describe_run(self) -> None:
+        v = self.view
+        smooth = ", ".join(f"{layer.name} {layer.smoothness.score:.2f}" for layer in v.layers)
+        pins = ", ".join(f"{layer.name} {len(layer.pinwheels)}" for layer in v.layers)
+        where = Path(v.path).name if v.path else "(not saved)"
+        self.summary.setText(
+            f"<b>{METHOD_LABELS.get(v.params.method, v.params.method)}</b> on {v.params.data}, seed {v.params.seed}, "
+            f"{v.params.epochs} epochs<br>held-out accuracy <b>{v.record.accuracy:.1f}%</b> · {v.record.seconds:.0f} s<br>"
+            f"smoothness: {smooth}<br>pinwheels: {pins}<br><i>{where}</i>"
+        )
+
+    # Scrubber ------------------------------------------------------------------------------
+    def _toggle_play(self, on: bool) -> None:
+        self.play.setText("⏸" if on else "▶")
+        if on:
+            if self.scrubber.value() == self.scrubber.maximum():
+                self.scrubber.setValue(0)
+            self.play_timer.start()
+        else:
+            self.play_timer.stop()
+
+    def _play_step(self) -> None:
+        if self.scrubber.value() >= self.scrubber.maximum():
+            self.play.setChecked(False)
+            return
+        self.scrubber.setValue(self.scrubber.value() + 1)
+
+    # Exports -------------------------------------------------------------------------------
+    def export_actions(self) -> list[QAction]:
+        actions = []
+        for text, handler in (
+            ("Map images (PNG folder)…", self._export_png_dialog),
+            ("Maps (NPZ)…", lambda: self._save_dialog("maps.npz", "NumPy archive (*.npz)", "npz")),
+            ("Unit statistics (CSV)…", lambda: self._save_dialog("units.csv", "CSV table (*.csv)", "csv")),
+            ("Trained weights (NPZ)…", lambda: self._save_dialog("weights.npz", "NumPy archive (*.npz)", "weights")),
+            ("Run file (.topomap.pt)…", lambda: self._save_dialog("run.topomap.pt", f"Topomap run (*{RUN_SUFFIX})", "run")),
+        ):
+            action = QAction(text, self)
+            action.triggered.connect(handler)
+            actions.append(action)
+        return actions
+
+    def _save_dialog(self, default: str, filter_text: str, what: str) -> None:
+        if self.view is None:
+            self.show_error("Load or train a run first; there is nothing to export yet.")
+            return
+        dialog = QFileDialog(self, "Export", str(Path(self.ctx.settings.last_dir()) / default), filter_text)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.fileSelected.connect(lambda p: self.export(what, Path(p)))
+        dialog.open()
+
+    def _export_png_dialog(self) -> None:
+        if self.view is None:
+            self.show_error("Load or train a run first; there is nothing to export yet.")
+            return
+        dialog = QFileDialog(self, "Export map images to a folder", self.ctx.settings.last_dir())
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.fileSelected.connect(lambda p: self.export("png", Path(p)))
+        dialog.open()
+
+    def export(self, what: str, path: Path) -> None:
+        """Write one export in the background: png (a folder), npz, csv, weights or run."""
+        view = self.view
+        if view is None:
+            self.show_error("Load or train a run first; there is nothing to export yet.")
+            return
+
+        def work(job):
+            from engines.topomap import export
+            from engines.topomap.runfile import save_run
+
+            if what == "png":
+                files = export.export_pngs(view, path)
+                return f"Wrote {len(files)} map images to {path}."
+            writer = {"npz": export.export_npz, "csv": export.export_csv, "weights": export.export_weights, "run": lambda v, p: save_run(p, v.record)}[what]
+            writer(view, path)
+            return f"Wrote {path.name}."
+
+        self.exporter.start(work, f"Topomap: export {what}")
+
+    # Session -------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {
+            "method": self.method.currentData(),
+            "data": self.data.currentData(),
+            "epochs": self.epochs.value(),
+            "seed": self.seed.value(),
+            "widths": self.widths.text(),
+            "alpha0": self.alpha0.value(),
+            "tau": self.tau.value(),
+            "layer": self.layer.currentText(),
+            "kind": self.kind.currentData(),
+            "class": self.klass.currentIndex(),
+            "pinwheels": self.show_pinwheels.isChecked(),
+            "run": self.view.path if self.view is not None else None,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        try:
+            self._apply(state)
+        except (TypeError, ValueError) as exc:
+            self.show_error(f"The session's topomap settings are invalid: {exc}")
+            return
+        run = state.get("run")
+        if run:
+            self.open_path(Path(run))
+
+    def _apply(self, state: dict[str, Any]) -> None:
+        for combo, key in ((self.method, "method"), (self.data, "data"), (self.kind, "kind")):
+            if key in state:
+                index = combo.findData(state[key])
+                if index < 0:
+                    raise ValueError(f"unknown {key} {state[key]!r}")
+                combo.setCurrentIndex(index)
+        if "epochs" in state:
+            self.epochs.setValue(int(state["epochs"]))
+        if "seed" in state:
+            self.seed.setValue(int(state["seed"]))
+        if "widths" in state:
+            self.widths.setText(str(state["widths"]))
+        if "alpha0" in state:
+            self.alpha0.setValue(float(state["alpha0"]))
+        if "tau" in state:
+            self.tau.setValue(float(state["tau"]))
+        if "pinwheels" in state:
+            self.show_pinwheels.setChecked(bool(state["pinwheels"]))
+        self._wanted_layer = state.get("layer")
+        if "class" in state and 0 <= int(state["class"]) < self.klass.count():
+            self.klass.setCurrentIndex(int(state["class"]))
+
+    def _save_choices(self) -> None:
+        settings = self.ctx.settings
+        if hasattr(settings, "set_panel_value"):
+            settings.set_panel_value(self.name, "kind", self.kind.currentData())
+            settings.set_panel_value(self.name, "pinwheels", int(self.show_pinwheels.isChecked()))
+
+    def _restore_choices(self) -> None:
+        settings = self.ctx.settings
+        if not hasattr(settings, "panel_value"):
+            return
+        kind = settings.panel_value(self.name, "kind", "category")
+        index = self.kind.findData(kind)
+        self.kind.blockSignals(True)
+        self.kind.setCurrentIndex(max(index, 0))
+        self.kind.blockSignals(False)
+        self.klass.setEnabled(self.kind.currentData() == "dprime")
+        self.show_pinwheels.setChecked(bool(int(settings.panel_value(self.name, "pinwheels", 1))))
+
+    def shutdown(self) -> None:
+        self.play_timer.stop()
+        self.exporter.cancel()

@@ -1,0 +1,73 @@
+"""The comparison's bookkeeping on constructed results: mean ± std, goals, saved files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engines.core import EngineError, to_jsonable
+from engines.topomap.compare import CompareResult, _summarise_method, evaluate_goals, format_table, load_compare
+from engines.topomap.params import CompareParams
+from engines.topomap.train import TrainResult
+
+
+def result(method: str, seed: int, accuracy: float, smooth: tuple[float, float, float]) -> TrainResult:
+    layers = dict(zip(("conv1", "conv2", "conv3"), smooth))
+    return TrainResult(method, "digits", seed, 40, accuracy, layers, {k: 0.05 for k in layers}, layers, layers, {k: 0 for k in layers}, 10.0, 100, 0, None)
+
+
+def runs(method: str, accs: list[float], smooth: tuple[float, float, float]) -> list[TrainResult]:
+    return [result(method, s, a, smooth) for s, a in enumerate(accs)]
+
+
+def test_mean_and_sample_std_per_method() -> None:
+    s = _summarise_method("cbsom", runs("cbsom", [98.0, 99.0, 100.0], (0.5, 0.6, 0.7)))
+    assert s.accuracy_mean == pytest.approx(99.0) and s.accuracy_std == pytest.approx(1.0)
+    assert s.smoothness_mean == pytest.approx({"conv1": 0.5, "conv2": 0.6, "conv3": 0.7}) and s.runs == 3
+
+
+def test_goals_follow_the_spec() -> None:
+    good = (
+        _summarise_method("none", runs("none", [99.0, 99.2], (0.05, 0.1, 0.2))),
+        _summarise_method("cbsom", runs("cbsom", [98.5, 98.7], (0.3, 0.55, 0.6))),
+        _summarise_method("absom", runs("absom", [95.0, 96.0], (0.3, 0.5, 0.5))),
+    )
+    goals = evaluate_goals(good)
+    assert all(g.met for g in goals.values()) and set(goals) == {"cbsom_accuracy", "absom_loses_more", "cbsom_smoothness", "none_smoothness"}
+    bad = (
+        _summarise_method("none", runs("none", [99.0], (0.05, 0.3, 0.2))),
+        _summarise_method("cbsom", runs("cbsom", [97.5], (0.9, 0.45, 0.6))),  # conv1 does not count
+        _summarise_method("absom", runs("absom", [97.0], (0.3, 0.5, 0.5))),
+    )
+    goals = evaluate_goals(bad)
+    assert not any(g.met for g in goals.values())
+    assert "lowest 0.45" in goals["cbsom_smoothness"].measured and "highest 0.30" in goals["none_smoothness"].measured
+
+
+def test_table_and_saved_file_round_trip(tmp_path: Path) -> None:
+    all_runs = runs("none", [99.0, 99.2], (0.05, 0.1, 0.2)) + runs("cbsom", [98.5, 98.7], (0.3, 0.55, 0.6))
+    summaries = (_summarise_method("none", all_runs[:2]), _summarise_method("cbsom", all_runs[2:]))
+    partial = CompareResult(CompareParams(seeds=2, methods=("none", "cbsom")), tuple(all_runs), summaries, evaluate_goals(summaries), 1.0, "")
+    table = format_table(partial)
+    assert "98.60 ± 0.14" in table and "met      CB-SOM accuracy" in table
+    data = to_jsonable(partial)
+    data["format"] = "workbench-topomap-compare"
+    path = tmp_path / "cmp.topomap.json"
+    path.write_text(json.dumps(data))
+    loaded = load_compare(path)
+    assert [(p.method, p.seed) for p in loaded.points] == [("none", 0), ("none", 1), ("cbsom", 0), ("cbsom", 1)]
+    assert loaded.points[2].smoothness == pytest.approx((0.55 + 0.6) / 2)  # mean of the deeper layers
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("{oops", "not a readable comparison"), ('{"format": "other"}', "not a topomap comparison"), ('{"format": "workbench-topomap-compare", "runs": [{"method": "x"}]}', "damaged"), ('{"format": "workbench-topomap-compare", "runs": []}', "holds no runs")],
+)
+def test_bad_comparison_files(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.topomap.json"
+    path.write_text(text)
+    with pytest.raises(EngineError, match=message):
+        load_compare(path)
+    with pytest.raises(EngineError, match="no such"):
+        load_compare(tmp_path / "missing.json")

@@ -1,0 +1,180 @@
+"""The topomap panel with pytest-qt: example run, maps, scrubber, unit detail, training, errors, exports."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import wait_until
+
+
+def finish(qapp, panel, runner=None, timeout: float = 240.0) -> list[str]:
+    """Wait for the panel's current job; return what happened."""
+    runner = runner or panel.runner
+    outcome: list[str] = []
+    runner.finished.connect(lambda r: outcome.append("finished"))
+    runner.failed.connect(lambda text: outcome.append(f"failed: {text}"))
+    runner.errored.connect(lambda text, tb: outcome.append(f"error: {text}\n{tb}"))
+    assert wait_until(qapp, lambda: outcome and not runner.busy, timeout), "the job did not finish"
+    return outcome
+
+
+@pytest.fixture
+def panel(qtbot, panel_ctx):
+    from panels.topomap import create_panel
+
+    widget = create_panel(panel_ctx)
+    qtbot.addWidget(widget)
+    widget.resize(1400, 900)
+    widget.show()
+    return widget
+
+
+@pytest.fixture(scope="module")
+def example():
+    """The example run, computed once by the engine (the first test also loads it through the panel)."""
+    from engines.topomap.workflows import load_example
+
+    return load_example()
+
+
+@pytest.fixture
+def loaded(qtbot, panel, example):
+    panel._on_loaded(example)
+    qtbot.waitExposed(panel)
+    return panel
+
+
+def test_run_default_loads_the_example_in_the_background(qapp, panel) -> None:
+    assert panel.run_default()
+    assert panel.runner.busy
+    assert finish(qapp, panel) == ["finished"]
+    assert panel.view is not None and panel.view.params.method == "cbsom"
+
+
+def test_the_example_run_shows_maps_curves_and_runs(loaded) -> None:
+    panel = loaded
+    view = panel.view
+    assert view is not None and [panel.layer.itemText(i) for i in range(panel.layer.count())] == list(view.layer_names)
+    assert panel.scrubber.maximum() == len(view.snapshots) - 1 == panel.scrubber.value()
+    image = panel.map.image.image
+    assert image is not None and image.shape[:2] == (panel.current_layer().side,) * 2
+    assert image.std() > 0  # not one flat colour
+    assert "accuracy" in panel.summary.text()
+    assert len(panel.smooth_plot.listDataItems()) >= 3  # band edges, shuffled mean, curve
+    assert panel.scatter_plot.listDataItems()  # at least this run's star
+    assert panel.kernels.pixmap() is not None and not panel.kernels.pixmap().isNull()
+
+
+def test_scrubber_replays_map_formation(loaded) -> None:
+    panel = loaded
+    final = panel.map.image.image.copy()
+    panel.scrubber.setValue(0)
+    assert panel.epoch_label.text().startswith("epoch 0/")
+    assert not np.array_equal(panel.map.image.image, final)
+    panel.play.setChecked(True)
+    assert panel.play_timer.isActive()
+    panel.play.setChecked(False)
+
+
+def test_orientation_map_draws_pinwheels_and_clicking_a_unit_shows_its_detail(qtbot, loaded) -> None:
+    panel = loaded
+    panel.layer.setCurrentIndex(0)
+    panel.kind.setCurrentIndex(panel.kind.findData("orientation"))
+    layer = panel.current_layer()
+    assert len(panel.map.pinwheels.data) == len(layer.pinwheels)
+    assert "Pinwheels" in panel.legend.text()
+    panel.map.unitClicked.emit(3)
+    assert panel.selected == 3
+    assert "unit 3" in panel.unit_title.text()
+    assert len(panel.tuning_plot.listDataItems()) == len(panel.view.frequencies)
+    assert panel.top.pixmap() is not None and not panel.top.pixmap().isNull()
+    assert "Neighbours" in panel.neighbours.text()
+    panel.kind.setCurrentIndex(panel.kind.findData("dprime"))
+    panel.klass.setCurrentIndex(2)
+    assert panel.image_key() == "dprime/2" and "class 2" in panel.legend.text()
+
+
+def test_a_real_click_on_the_map_selects_the_unit_under_the_mouse(qtbot, loaded) -> None:
+    from PySide6.QtCore import QPoint, Qt
+
+    from PySide6.QtCore import QPointF
+
+    panel = loaded
+    panel.layer.setCurrentIndex(0)
+    side = panel.current_layer().side
+    row, col = side - 1, 0  # bottom-left unit: row 0 is drawn on top
+    target = panel.map.mapFromScene(panel.map.image.mapToScene(QPointF(col + 0.5, row + 0.5)))
+    qtbot.mouseClick(panel.map.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(target.x(), target.y()))
+    assert panel.selected == row * side + col
+
+
+def test_training_streams_live_updates_then_shows_the_new_run(qapp, panel, monkeypatch, tmp_path: Path) -> None:
+    import panels.topomap.panel as module
+
+    monkeypatch.setattr(module, "runs_folder", lambda: tmp_path)
+    partials: list = []
+    panel.runner.partial.connect(partials.append)
+    panel.method.setCurrentIndex(panel.method.findData("absom"))
+    panel.epochs.setValue(2)
+    panel.widths.setText("4,9")
+    panel.train_button.click()
+    assert panel.cancel_button.isEnabled()
+    assert finish(qapp, panel) == ["finished"]
+    assert len(partials) == 2 and partials[-1].snapshot is not None
+    assert panel.view.params.method == "absom" and panel.view.params.widths == (4, 9)
+    assert (tmp_path / "absom-digits-seed0-e2.topomap.pt").exists()
+    assert "AB-SOM" in panel.summary.text()
+
+
+def test_non_square_widths_are_a_panel_message(qapp, panel) -> None:
+    panel.widths.setText("16,30")
+    panel.train_button.click()
+    outcome = finish(qapp, panel)
+    assert outcome[0].startswith("failed") and "not a square number" in panel.message.text
+
+
+def test_corrupt_run_and_comparison_files_are_panel_messages(qapp, panel, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.topomap.pt"
+    bad.write_bytes(b"not a run at all")
+    panel.open_path(bad)
+    assert finish(qapp, panel)[0].startswith("failed")
+    assert "not a readable topomap run file" in panel.message.text
+    cmp = tmp_path / "bad.topomap.json"
+    cmp.write_text("{ nope")
+    panel.open_path(cmp)
+    assert finish(qapp, panel)[0].startswith("failed")
+    assert "not a readable comparison file" in panel.message.text
+
+
+def test_exports_write_every_file(qapp, loaded, tmp_path: Path) -> None:
+    panel = loaded
+    for what, name in (("npz", "maps.npz"), ("csv", "units.csv"), ("weights", "weights.npz"), ("run", "copy.topomap.pt"), ("png", "pngs")):
+        panel.export(what, tmp_path / name)
+        assert finish(qapp, panel, panel.exporter) == ["finished"], what
+    assert (tmp_path / "maps.npz").stat().st_size > 0 and (tmp_path / "units.csv").read_text().startswith("layer,unit")
+    assert any(p.name.endswith("orientation.png") for p in (tmp_path / "pngs").iterdir())
+    assert "Wrote" in panel.message.text
+    assert len(panel.export_actions()) == 5
+
+
+def test_state_round_trip(panel, panel_ctx) -> None:
+    from panels.topomap import create_panel
+
+    panel.method.setCurrentIndex(panel.method.findData("topoloss"))
+    panel.epochs.setValue(12)
+    panel.widths.setText("16,36")
+    panel.tau.setValue(2.5)
+    panel.kind.setCurrentIndex(panel.kind.findData("frequency"))
+    state = panel.state()
+    other = create_panel(panel_ctx)
+    other.restore(state)
+    assert other.state() == state
+    other.restore({"method": "magic"})
+    assert "invalid" in other.message.text
+
+
+def test_the_window_routes_run_and_comparison_files_to_this_panel(main_window) -> None:
+    assert main_window.panel_for(Path("some/run.topomap.pt")) == "topomap"
+    assert main_window.panel_for(Path("cmp.topomap.json")) == "topomap"
