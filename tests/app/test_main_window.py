@@ -63,10 +63,13 @@ def test_layout_is_saved_and_restored_with_a_version(qtbot, jobs, settings) -> N
     second.close()
 
 
-def test_panels_are_built_lazily_and_show_honest_placeholders(main_window) -> None:
+def test_panels_are_built_lazily_and_show_honest_placeholders(qapp, main_window) -> None:
+    assert all(dock.panel is None for name, dock in main_window.docks.items() if name != METHODS[0])
     for name in METHODS:
         panel = main_window.show_panel(name)
         assert panel.name == name
+        # a panel may start a job when first shown (a preview, a timing): it must finish by itself
+        assert wait_until(qapp, lambda: not panel.runner.busy, 120), f"{name}: its start-up job did not finish"
         if panel.placeholder:
             text = panel.findChild(object, "placeholderText").text()
             assert "Not built yet" in text and "issue #" in text

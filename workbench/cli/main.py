@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import platform
 import sys
 import time
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "handler"):
             parser.print_help()
             return 0
+        if args.handler not in (cmd_gui, cmd_screenshot, cmd_demo):
+            # No UI thread to leave a core to: let torch use them all.
+            os.environ.setdefault("WORKBENCH_THREADS", str(os.cpu_count() or 1))
         result = args.handler(args)
         return int(result) if isinstance(result, int) else 0
     except EngineError as exc:
@@ -72,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
 
 # Commands -----------------------------------------------------------------------------------
 def cmd_gui(args: argparse.Namespace) -> int:
-    import os
-
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"):
         raise EngineError("no display to open the window on: set DISPLAY, or run it under xvfb-run")
     from workbench.app import run_gui
