@@ -1,0 +1,193 @@
+"""Between FlashMask vectors and dense boolean masks, and a downsampled view that never allocates N².
+
+Dense masks are what users have today (and what ``sdpa_dense`` and ``reference`` consume);
+``from_dense`` finds the smallest FlashMask form for one, or names the first column it cannot hold.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from engines.core import EngineError
+
+from .representation import FlashMask, make_mask
+
+#: Largest dense mask (elements per batch and head) we agree to materialise: 16384 x 16384.
+MAX_DENSE_ELEMENTS = 1 << 28
+
+
+def to_dense(mask: FlashMask, max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndarray:
+    """Boolean ``[B, Hm, N_q, N_k]``, True where row i may attend to column j."""
+    elements = mask.n_q * mask.n_k * mask.batch * mask.heads
+    if elements > max_elements:
+        raise EngineError(
+            f"a dense {mask.n_q} x {mask.n_k} mask ({elements / 1e6:.0f} M elements) is too large to "
+            "materialise; use the downsampled view instead"
+        )
+    iv = mask.intervals()
+    i = np.arange(mask.n_q, dtype=np.int64)[:, None]
+    j = np.arange(mask.n_k, dtype=np.int64)[None, :]
+    lts, lte, uts, ute = (x[:, :, None, :] for x in (iv.lts, iv.lte, iv.uts, iv.ute))
+    masked = ((i >= lts) & (i < lte)) | ((i >= uts) & (i < ute))
+    if mask.causal:
+        masked |= j > i + mask.offset
+    return ~masked
+
+
+def from_dense(allowed, causal: bool | None = None) -> FlashMask:
+    """The FlashMask form of a dense boolean mask ``[N_q, N_k]`` or ``[B, H, N_q, N_k]``.
+
+    ``causal=None`` picks causal mode when the mask hides everything above the (bottom-right)
+    diagonal and fits in it, else the non-causal form. Chooses the smallest C that represents it.
+    Raises EngineError naming the first column that needs more than two masked intervals.
+    """
+    arr = np.asarray(allowed)
+    if arr.dtype != bool:
+        if arr.dtype.kind in "iuf" and np.isin(arr, (0, 1)).all():
+            arr = arr.astype(bool)
+        else:
+            raise EngineError("a dense mask must be boolean (True = may attend) or 0/1")
+    if arr.ndim == 2:
+        arr = arr[None, None]
+    if arr.ndim != 4 or 0 in arr.shape:
+        raise EngineError(f"a dense mask must have shape [N_q, N_k] or [B, H, N_q, N_k], got {list(arr.shape)}")
+    n_q, n_k = arr.shape[2], arr.shape[3]
+    masked = ~arr
+    runs = _runs(masked)  # starts, ends, counts per column
+    off = n_k - n_q
+    j = np.arange(n_k)
+    ce = np.clip(j - off, 0, n_q)
+    rows = np.arange(n_q)[:, None]
+    upper = rows < ce[None, :]  # rows causality hides, [N_q, N_k]
+    causal_ok = bool(masked[..., upper].all()) if upper.any() else True
+    if causal is None:
+        causal = causal_ok and _fits_causal(masked, ce, n_q)
+    if causal:
+        if not causal_ok:
+            b, h, i, c = np.argwhere(~masked & upper[None, None])[0]
+            raise EngineError(f"column {c}: row {i} may attend to it above the causal diagonal, so the mask is not causal")
+        return _causal_form(masked, ce, n_q)
+    return _bidirectional_form(runs, n_q)
+
+
+def _runs(masked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First two masked runs of every column: starts, ends [B, H, N_k, 2] and run counts [B, H, N_k]."""
+    pad = np.zeros(masked.shape[:2] + (1, masked.shape[3]), dtype=np.int8)
+    d = np.diff(np.concatenate([pad, masked.astype(np.int8), pad], axis=2), axis=2)  # [B,H,N_q+1,N_k]
+    counts = (d == 1).sum(axis=2)
+    if (counts > 2).any():
+        b, h, col = np.argwhere(counts > 2)[np.argmin(np.argwhere(counts > 2)[:, 2])]
+        where = []
+        if masked.shape[0] > 1:
+            where.append(f"batch {b}")
+        if masked.shape[1] > 1:
+            where.append(f"head {h}")
+        suffix = f" ({', '.join(where)})" if where else ""
+        raise EngineError(
+            f"column {col}{suffix} has {int(counts[b, h, col])} masked gaps; FlashMask can represent at most "
+            "two masked row intervals per key column"
+        )
+    n_q = masked.shape[2]
+    starts = np.full(masked.shape[:2] + (masked.shape[3], 2), n_q, dtype=np.int64)
+    ends = np.full_like(starts, n_q)
+    for kind, target in ((1, starts), (-1, ends)):
+        b, h, r, c = np.nonzero(np.moveaxis(d == kind, 2, 3))  # ordered by column, then row
+        rank = _rank_within(b, h, r)
+        target[b, h, r, rank] = c
+    return starts, ends, counts
+
+
+def _rank_within(b: np.ndarray, h: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """0 for the first hit of each (b, h, column), 1 for the second (hits come sorted)."""
+    if b.size == 0:
+        return b
+    key = (b * (h.max() + 1) + h) * (col.max() + 1) + col
+    first = np.r_[True, key[1:] != key[:-1]]
+    return np.where(first, 0, 1)
+
+
+def _fits_causal(masked: np.ndarray, ce: np.ndarray, n_q: int) -> bool:
+    lower = masked & (np.arange(n_q)[:, None] >= ce[None, :])
+    pad = np.zeros(masked.shape[:2] + (1, masked.shape[3]), dtype=np.int8)
+    d = np.diff(np.concatenate([pad, lower.astype(np.int8), pad], axis=2), axis=2)
+    return bool(((d == 1).sum(axis=2) <= 1).all())
+
+
+def _causal_form(masked: np.ndarray, ce: np.ndarray, n_q: int) -> FlashMask:
+    lower = masked & (np.arange(n_q)[:, None] >= ce[None, :])
+    pad = np.zeros(masked.shape[:2] + (1, masked.shape[3]), dtype=np.int8)
+    d = np.diff(np.concatenate([pad, lower.astype(np.int8), pad], axis=2), axis=2)
+    counts = (d == 1).sum(axis=2)
+    if (counts > 1).any():
+        b, h, col = np.argwhere(counts > 1)[0]
+        raise EngineError(
+            f"column {col} has {int(counts[b, h, col]) + (1 if ce[col] > 0 else 0)} masked gaps under causal "
+            "masking; a causal FlashMask holds one interval below the diagonal"
+        )
+    has = counts == 1
+    start = np.where(has, np.argmax(d == 1, axis=2), n_q)
+    end = np.where(has, np.argmax(d == -1, axis=2), n_q)
+    if (end[has] == n_q).all():
+        return make_mask(start[..., None], True, n_q)
+    return make_mask(np.stack([start, end], axis=-1), True, n_q)
+
+
+def _bidirectional_form(runs: tuple[np.ndarray, np.ndarray, np.ndarray], n_q: int) -> FlashMask:
+    starts, ends, counts = runs
+    # C=2 needs every column's masked rows to be a top run [0, UTE) and/or a bottom run [LTS, n_q).
+    top = (counts >= 1) & (starts[..., 0] == 0)
+    first_bottom = (counts == 1) & (ends[..., 0] == n_q)
+    second_bottom = (counts == 2) & (ends[..., 1] == n_q)
+    fits_c2 = (counts == 0) | (counts == 1) & (top | first_bottom) | (counts == 2) & top & second_bottom
+    if fits_c2.all():
+        ute = np.where(top, ends[..., 0], 0)
+        lts = np.where(counts == 2, starts[..., 1], np.where(first_bottom & ~top, starts[..., 0], n_q))
+        lts = np.where((counts == 1) & top & (ends[..., 0] == n_q), 0, lts)
+        return make_mask(np.stack([lts, ute], axis=-1), False, n_q)
+    # C=4: the lower (second) run in [LTS, LTE), the upper (first) in [UTS, UTE); one run goes low.
+    one = counts == 1
+    lts = np.where(counts == 2, starts[..., 1], np.where(one, starts[..., 0], n_q))
+    lte = np.where(counts == 2, ends[..., 1], np.where(one, ends[..., 0], n_q))
+    uts = np.where(counts == 2, starts[..., 0], n_q)
+    ute = np.where(counts == 2, ends[..., 0], n_q)
+    return make_mask(np.stack([lts, lte, uts, ute], axis=-1), False, n_q)
+
+
+def density_image(mask: FlashMask, height: int, width: int, batch: int = 0, head: int = 0) -> np.ndarray:
+    """Fraction of visible elements in each pixel of a ``height x width`` view of one batch/head.
+
+    Exact (0/1) when the view is as large as the mask; otherwise each pixel averages its whole
+    block of rows x columns. Never allocates N²: for each pixel column it sums, over its key
+    columns, how many rows below r are masked (a piecewise-linear function of r) from sorted
+    interval ends and prefix sums: O(N_k log N_k + height x width).
+    """
+    height = max(1, min(int(height), mask.n_q))
+    width = max(1, min(int(width), mask.n_k))
+    iv = mask.intervals().head(batch, head)
+    row_edges = np.linspace(0, mask.n_q, height + 1).round().astype(np.int64)
+    col_edges = np.linspace(0, mask.n_k, width + 1).round().astype(np.int64)
+    bucket = np.searchsorted(col_edges, np.arange(mask.n_k), side="right") - 1
+    sets = [(s, e) for s, e in ((np.zeros_like(iv.ce), iv.ce), (iv.lts, iv.lte), (iv.uts, iv.ute)) if (e > s).any()]
+    below = np.zeros((width, height + 1), dtype=np.int64)  # masked elements in rows [0, r) per pixel column
+    for size in range(1, len(sets) + 1):
+        for combo in combinations(sets, size):
+            start = np.maximum.reduce([c[0] for c in combo])
+            end = np.maximum(np.minimum.reduce([c[1] for c in combo]), start)
+            term = _sum_ramp(start, bucket, width, row_edges, mask.n_q) - _sum_ramp(end, bucket, width, row_edges, mask.n_q)
+            below += term if size % 2 else -term
+    masked = np.diff(below, axis=1).T  # [height, width]
+    area = np.diff(row_edges)[:, None] * np.diff(col_edges)[None, :]
+    return (area - masked) / np.maximum(area, 1)
+
+
+def _sum_ramp(values: np.ndarray, bucket: np.ndarray, width: int, r: np.ndarray, n_q: int) -> np.ndarray:
+    """For every pixel column p and every r: sum over its columns j of max(0, r - values_j)."""
+    stride = n_q + 1
+    keys = bucket * stride + values
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], values[order]
+    csum = np.concatenate([[0], np.cumsum(vals)])
+    first = np.searchsorted(keys, np.arange(width) * stride)
+    idx = np.searchsorted(keys, np.arange(width)[:, None] * stride + r[None, :])  # columns with value < r
+    return r[None, :] * (idx - first[:, None]) - (csum[idx] - csum[first][:, None])
