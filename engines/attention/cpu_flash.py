@@ -24,12 +24,15 @@ def masked_value(dtype: torch.dtype) -> float:
 NO_KEY_LSE = -1e29
 
 
-def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention of q [B, H, R, D] over k/v [B, H, C, D]; ``bias`` [R, C] is added to the scores.
+def flash_forward(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, causal: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of q [B, H, R, D] over k/v [B, H, C, D]; ``bias`` [R, C] is added to the scores;
+    ``causal`` hides column j from row i when j > i (top-left aligned).
 
     Returns (out [B, H, R, D], logsumexp [B, H, R]) in natural-log units.
     """
-    return _FWD(q, k, v, 0.0, False, attn_mask=bias)
+    return _FWD(q, k, v, 0.0, causal, attn_mask=bias)
 
 
 def flash_backward(
@@ -40,27 +43,20 @@ def flash_backward(
     out: torch.Tensor,
     lse: torch.Tensor,
     bias: torch.Tensor | None = None,
+    causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients for one (query rows, key range) piece, given the *whole-row* output and lse."""
-    return _BWD(grad_out, q, k, v, out, lse, 0.0, False, attn_mask=bias)
+    return _BWD(grad_out, q, k, v, out, lse, 0.0, causal, attn_mask=bias)
 
 
-def merge(parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Combine attention over disjoint key ranges through their log-sum-exps.
+def merge_into(acc: torch.Tensor, lse: torch.Tensor, out: torch.Tensor, part_lse: torch.Tensor) -> None:
+    """Fold attention over another key range into (acc, lse), in place, through the log-sum-exps.
 
-    Rows that saw no key anywhere get output 0 and lse -inf.
+    ``acc`` [..., R, D] and ``lse`` [..., R] may be views; ``lse`` starts at -inf for untouched rows.
     """
-    if len(parts) == 1:
-        out, lse = parts[0]
-    else:
-        lses = torch.stack([p[1] for p in parts])
-        top = lses.amax(dim=0)
-        weights = torch.exp(lses - top)
-        total = weights.sum(dim=0)
-        out = sum(w[..., None] * p[0] for w, p in zip(weights / total, parts))
-        lse = top + torch.log(total)
-    empty = lse < NO_KEY_LSE
-    if bool(empty.any()):
-        out = out.masked_fill(empty[..., None], 0.0)
-        lse = lse.masked_fill(empty, float("-inf"))
-    return out, lse
+    top = torch.maximum(lse, part_lse)
+    w_old = torch.exp(lse - top)
+    w_new = torch.exp(part_lse - top)
+    total = w_old + w_new
+    acc.mul_((w_old / total)[..., None]).addcmul_(out, (w_new / total)[..., None])
+    lse.copy_(top + torch.log(total))

@@ -25,14 +25,7 @@ def to_dense(mask: FlashMask, max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndar
             f"a dense {mask.n_q} x {mask.n_k} mask ({elements / 1e6:.0f} M elements) is too large to "
             "materialise; use the downsampled view instead"
         )
-    iv = mask.intervals()
-    i = np.arange(mask.n_q, dtype=np.int64)[:, None]
-    j = np.arange(mask.n_k, dtype=np.int64)[None, :]
-    lts, lte, uts, ute = (x[:, :, None, :] for x in (iv.lts, iv.lte, iv.uts, iv.ute))
-    masked = ((i >= lts) & (i < lte)) | ((i >= uts) & (i < ute))
-    if mask.causal:
-        masked |= j > i + mask.offset
-    return ~masked
+    return mask.intervals().allowed_rows(np.arange(mask.n_q))
 
 
 def from_dense(allowed, causal: bool | None = None) -> FlashMask:

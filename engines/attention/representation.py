@@ -104,6 +104,28 @@ class Intervals:
             return np.zeros_like(j)
         return np.clip(j - self.offset, 0, self.n_q)
 
+    def masked_per_column(self) -> np.ndarray:
+        """How many rows may not attend to each column, ``[B, Hm, N_k]`` (inclusion-exclusion)."""
+        ce = np.broadcast_to(self.causal_end(), self.lts.shape)
+        sets = [(np.zeros_like(ce), ce), (self.lts, self.lte), (self.uts, self.ute)]
+        total = np.zeros(self.lts.shape, dtype=np.int64)
+        for size in (1, 2, 3):
+            for combo in combinations(sets, size):
+                lo = np.maximum.reduce([c[0] for c in combo])
+                hi = np.minimum.reduce([c[1] for c in combo])
+                total += (1 if size % 2 else -1) * np.maximum(hi - lo, 0)
+        return total
+
+    def allowed_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Boolean ``[B, Hm, len(rows), N_k]``: True where those query rows may attend (O(rows x N_k))."""
+        i = np.asarray(rows, dtype=np.int64)[:, None]
+        j = np.arange(self.n_k, dtype=np.int64)[None, :]
+        lts, lte, uts, ute = (x[:, :, None, :] for x in (self.lts, self.lte, self.uts, self.ute))
+        hidden = ((i >= lts) & (i < lte)) | ((i >= uts) & (i < ute))
+        if self.causal:
+            hidden |= j > i + self.offset
+        return ~hidden
+
     def head(self, b: int = 0, h: int = 0) -> "HeadIntervals":
         if not (0 <= b < self.lts.shape[0] and 0 <= h < self.lts.shape[1]):
             raise EngineError(f"the mask has no batch {b} / head {h}")
@@ -121,34 +143,6 @@ class HeadIntervals:
     ute: np.ndarray
     offset: int
     causal: bool
-
-    def columns(self, c0: int, c1: int) -> "HeadIntervals":
-        return HeadIntervals(*(x[c0:c1] for x in (self.ce, self.lts, self.lte, self.uts, self.ute)), self.offset, self.causal)
-
-    def masked_count(self, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-        """Masked rows of [r0, r1) in each column (inclusion-exclusion over the three intervals).
-
-        ``r0``/``r1`` broadcast against the column axis, e.g. shape [R, 1] gives [R, N_k].
-        """
-        sets = [(np.zeros_like(self.ce), self.ce), (self.lts, self.lte), (self.uts, self.ute)]
-        shape = np.broadcast_shapes(np.shape(r0), np.shape(r1), self.ce.shape)
-        total = np.zeros(shape, dtype=np.int64)
-        for size in (1, 2, 3):
-            sign = 1 if size % 2 else -1
-            for combo in combinations(sets, size):
-                lo = np.maximum.reduce([np.broadcast_to(r0, shape)] + [np.broadcast_to(s[0], shape) for s in combo])
-                hi = np.minimum.reduce([np.broadcast_to(r1, shape)] + [np.broadcast_to(s[1], shape) for s in combo])
-                total += sign * np.maximum(hi - lo, 0)
-        return total
-
-    def allowed(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Exact element mask (True = may attend) for a small rows x cols window."""
-        i = np.asarray(rows, dtype=np.int64)[:, None]
-        j = np.asarray(cols, dtype=np.int64)[None, :]
-        masked = ((i >= self.lts[j]) & (i < self.lte[j])) | ((i >= self.uts[j]) & (i < self.ute[j]))
-        if self.causal:
-            masked |= j > i + self.offset
-        return ~masked
 
 
 def _drop_empty(start: np.ndarray, end: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

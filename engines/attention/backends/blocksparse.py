@@ -1,129 +1,200 @@
-"""Our CPU FlashMask: tile skipping plus the fused flash kernel on the tiles that remain.
+"""Our CPU FlashMask: tile skipping plus PyTorch's fused flash kernel on what remains.
 
-For every query tile the column blocks are classified from the min/max vectors (``blocks.py``).
-Fully masked blocks are skipped (their K/V are never read); runs of consecutive unmasked blocks go
-to PyTorch's fused CPU flash kernel with no mask at all; runs of partially masked blocks go to the
-same kernel with a small additive mask built from the vectors for just that tile. The pieces are
-merged exactly through their log-sum-exps (online softmax across key ranges). Memory: the
-vectors plus one tile-sized mask at a time, never N².
+The tiles (128 x 128 by default) are classified from the per-block min/max vectors
+(``blocks.py``). Fully masked tiles are skipped: their K/V are never read. The rest become calls
+of the fused CPU flash kernel (``cpu_flash.py``), merged exactly through their log-sum-exps:
 
-Backward reuses the fused backward op piece by piece with the merged output and log-sum-exp,
-which gives each piece's exact share of dQ, dK and dV.
+* unmasked tiles run with no mask at all. Where aligned groups of 2, 4 or 8 query tiles share
+  unmasked key blocks, those blocks run once for the whole group: tall calls keep the fused
+  kernel in its most efficient regime (256-row query splits) instead of many 128-row ones;
+* a partial tile cut only by the causal diagonal, with its corner on it, runs with the kernel's
+  own causal mode (it skips the upper half);
+* other partial tiles run with a small additive mask built from the vectors for that tile only.
+
+Memory: the vectors, the plan and one tile-sized mask per call, never N². The calls of one
+level are spread over single-threaded workers (``workers.py``), so a busy machine costs us no
+OpenMP barrier per call. Backward replays the plan with the fused backward op, which, given the
+merged output and log-sum-exp, returns each piece's exact share of dQ, dK and dV.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from ..blocks import MASKED, PARTIAL, classify
-from ..cpu_flash import flash_backward, flash_forward, masked_value, merge
-from ..workers import run_items
-from ..representation import FlashMask
+from engines.core import EngineError
 
-BLOCK_Q = 256
-BLOCK_K = 256
-MAX_PARTIAL_COLS = 2048  # widest masked run per call: bounds the tile mask to BLOCK_Q x 2048
+from ..blocks import MASKED, PARTIAL, UNMASKED, classify
+from ..cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
+from ..representation import FlashMask
+from ..workers import run_items
+
+BLOCK_Q = 128
+BLOCK_K = 128
+GROUP_LEVELS = (8, 4, 2)  # query tiles merged for shared unmasked key blocks, largest first
+MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOCK_Q x 2048
+
+FREE, CAUSAL, MASKED_RUN = "free", "causal", "masked"
 
 
 @dataclass(frozen=True)
 class Run:
-    """Consecutive key columns [c0, c1) of one query tile: unmasked, or partial (needs a mask)."""
+    """Key columns [c0, c1) that one task's query rows attend to, and how they are masked."""
 
     c0: int
     c1: int
-    partial: bool
+    kind: str  # FREE: no mask; CAUSAL: the kernel's causal mode; MASKED_RUN: an additive tile mask
+
+
+@dataclass(frozen=True)
+class Task:
+    """One call site: query rows [r0, r1) of a group against its runs."""
+
+    group: int
+    r0: int
+    r1: int
+    runs: tuple[Run, ...]
 
 
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """Runs for every (group, query tile); a group is one batch and one head (or all heads)."""
+    """Tasks level by level; within a level no two tasks of a group share query rows."""
 
     groups: list[tuple[int, slice, int]]  # (batch, query-head slice, mask head)
-    tiles: list[tuple[int, int]]  # query row ranges
-    runs: list[list[list[Run]]]  # [group][tile] -> runs
+    levels: list[list[Task]]
+    block_q: int
     mask: FlashMask
     lts: torch.Tensor  # int64 [B, Hm, N_k] normalised intervals, for the partial-tile masks
     lte: torch.Tensor
     uts: torch.Tensor
     ute: torch.Tensor
+    biases: dict = field(default_factory=dict)  # tile masks shared by tiles with one pattern
 
 
 def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> Plan:
     layout = classify(mask, block_q, block_k)
-    kinds = layout.kinds
-    col_edges = layout.col_edges
-    row_edges = layout.row_edges
-    if mask.heads == 1 or _heads_identical(mask):
+    if mask.heads == 1 or bool((mask.indices == mask.indices[:, :1]).all()):
         groups = [(b, slice(0, heads), 0) for b in range(mask.batch)]
     else:
         groups = [(b, slice(h, h + 1), h) for b in range(mask.batch) for h in range(mask.heads)]
-    runs = [[_runs(kinds[b, hm, t], col_edges) for t in range(kinds.shape[2])] for b, _, hm in groups]
+    rows, cols = layout.row_edges, layout.col_edges
+    n_tiles = len(rows) - 1
+    levels: list[list[Task]] = [[] for _ in range(len(GROUP_LEVELS) + 1)]
+    for g, (b, _, hm) in enumerate(groups):
+        kinds = layout.kinds[b, hm]
+        free = kinds == UNMASKED  # unmasked blocks not yet given to a task
+        for level, size in enumerate(GROUP_LEVELS):
+            for t0 in range(0, n_tiles - size + 1, size):
+                shared = free[t0 : t0 + size].all(axis=0)
+                if shared.any():
+                    free[t0 : t0 + size] &= ~shared
+                    runs = tuple(Run(int(cols[s]), int(cols[e]), FREE) for s, e in _spans(shared))
+                    levels[level].append(Task(g, int(rows[t0]), int(rows[t0 + size]), runs))
+        for t in range(n_tiles):
+            r0, r1 = int(rows[t]), int(rows[t + 1])
+            partial = kinds[t] == PARTIAL
+            diagonal = partial & layout.interval_free[b, hm, t]
+            runs = []
+            for s, e in _spans(free[t] | partial):  # one call per contiguous span: fewer merges
+                c0, c1 = int(cols[s]), int(cols[e])
+                if not partial[s:e].any():
+                    runs.append(Run(c0, c1, FREE))
+                elif mask.causal and diagonal[s:e].all() and c0 == r0 + mask.offset:
+                    runs.append(Run(c0, c1, CAUSAL))
+                else:
+                    runs.extend(Run(a, min(a + MAX_MASKED_COLS, c1), MASKED_RUN) for a in range(c0, c1, MAX_MASKED_COLS))
+            if runs:
+                levels[-1].append(Task(g, r0, r1, tuple(runs)))
+    for level in levels:  # largest first: the workers finish a level together (LPT scheduling)
+        level.sort(key=lambda task: -(task.r1 - task.r0) * sum(run.c1 - run.c0 for run in task.runs))
     iv = mask.intervals()
-    tiles = list(zip(row_edges[:-1].tolist(), row_edges[1:].tolist()))
-    return Plan(groups, tiles, runs, mask, *(torch.from_numpy(x) for x in (iv.lts, iv.lte, iv.uts, iv.ute)))
+    return Plan(groups, [lv for lv in levels if lv], block_q, mask, *(torch.from_numpy(x) for x in (iv.lts, iv.lte, iv.uts, iv.ute)))
 
 
-def _heads_identical(mask: FlashMask) -> bool:
-    return bool((mask.indices == mask.indices[:, :1]).all())
-
-
-def _runs(kinds_row: np.ndarray, col_edges: np.ndarray) -> list[Run]:
-    """Group a row of block kinds into runs of equal kind, dropping the masked ones."""
-    runs: list[Run] = []
-    change = np.flatnonzero(np.diff(kinds_row)) + 1
-    starts = np.concatenate([[0], change])
-    ends = np.concatenate([change, [len(kinds_row)]])
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        kind = int(kinds_row[s])
-        if kind == MASKED:
-            continue
-        c0, c1 = int(col_edges[s]), int(col_edges[e])
-        step = MAX_PARTIAL_COLS if kind == PARTIAL else c1 - c0
-        for a in range(c0, c1, step):
-            runs.append(Run(a, min(a + step, c1), kind == PARTIAL))
-    return runs
+def _spans(flags: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of every run of True."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flags.astype(np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
 
 
 def _bias(plan: Plan, b: int, hm: int, r0: int, r1: int, run: Run, dtype: torch.dtype) -> torch.Tensor:
-    """Additive mask of one partial run: 0 where visible, a huge negative where hidden."""
+    """Additive mask of one masked run: 0 where visible, a huge negative where hidden.
+
+    Tiles with the same pattern relative to their corner (every diagonal tile of a sliding window,
+    say) share one tensor: the key is the intervals clipped to the tile, relative to its rows."""
     cols = slice(run.c0, run.c1)
-    i = torch.arange(r0, r1)[:, None]
-    masked = ((i >= plan.lts[b, hm, cols]) & (i < plan.lte[b, hm, cols])) | (
-        (i >= plan.uts[b, hm, cols]) & (i < plan.ute[b, hm, cols])
-    )
-    if plan.mask.causal:
-        masked |= torch.arange(run.c0, run.c1)[None, :] > i + plan.mask.offset
-    return torch.zeros(masked.shape, dtype=dtype).masked_fill_(masked, masked_value(dtype))
+    height = r1 - r0
+    rel = [torch.clamp(x[b, hm, cols] - r0, 0, height) for x in (plan.lts, plan.lte, plan.uts, plan.ute)]
+    shift = min(max(run.c0 - r0 - plan.mask.offset, -(run.c1 - run.c0)), height) if plan.mask.causal else None
+    key = (height, run.c1 - run.c0, shift, dtype, b"".join(x.numpy().tobytes() for x in rel))
+    cached = plan.biases.get(key)
+    if cached is not None:
+        return cached
+    i = torch.arange(height)[:, None]
+    hidden = ((i >= rel[0]) & (i < rel[1])) | ((i >= rel[2]) & (i < rel[3]))
+    if shift is not None:
+        hidden |= torch.arange(run.c1 - run.c0)[None, :] + shift > i
+    bias = torch.where(hidden, masked_value(dtype), 0.0).to(dtype)
+    plan.biases[key] = bias
+    return bias
+
+
+def _call(plan: Plan, task: Task, run: Run, q, k, v, dtype):
+    """Arguments of the fused op for one run: (q rows, k cols, v cols, additive mask, causal)."""
+    b, heads, hm = plan.groups[task.group]
+    bias = _bias(plan, b, hm, task.r0, task.r1, run, dtype) if run.kind == MASKED_RUN else None
+    sel = (slice(b, b + 1), heads)
+    return q[sel][:, :, task.r0 : task.r1], k[sel][:, :, run.c0 : run.c1], v[sel][:, :, run.c0 : run.c1], bias, run.kind == CAUSAL
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, torch.Tensor]:
     """Output [B, H, N_q, D] and log-sum-exp [B, H, N_q] (-inf for rows that see no key)."""
-    out = torch.empty_like(q)
-    lse = torch.empty(q.shape[:3], dtype=torch.float32)
+    acc = torch.zeros(q.shape, dtype=torch.float32)
+    lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32)
+    touched = _first_writes(plan)
 
     @torch.no_grad()  # workers are fresh threads: grad mode is per thread
-    def tile(item: tuple[int, int]) -> None:
-        g, t = item
-        b, heads, hm = plan.groups[g]
-        (r0, r1), runs = plan.tiles[t], plan.runs[g][t]
-        if not runs:
-            out[b, heads, r0:r1] = 0
-            lse[b, heads, r0:r1] = float("-inf")
-            return
-        qt = q[b : b + 1, heads, r0:r1]
-        kb, vb = k[b : b + 1, heads], v[b : b + 1, heads]
-        parts = []
-        for run in runs:
-            bias = _bias(plan, b, hm, r0, r1, run, q.dtype) if run.partial else None
-            parts.append(flash_forward(qt, kb[:, :, run.c0 : run.c1], vb[:, :, run.c0 : run.c1], bias))
-        o, l = merge(parts)
-        out[b, heads, r0:r1] = o[0].to(q.dtype)
-        lse[b, heads, r0:r1] = l[0].float()
+    def run_task(task: Task) -> None:
+        b, heads, _ = plan.groups[task.group]
+        rows = (b, heads, slice(task.r0, task.r1))
+        first = task not in touched
+        for run in task.runs:
+            qt, kt, vt, bias, causal = _call(plan, task, run, q, k, v, q.dtype)
+            out, part_lse = flash_forward(qt, kt, vt, bias, causal)
+            if first:
+                acc[rows] = out[0]
+                lse[rows] = part_lse[0]
+                first = False
+            else:
+                merge_into(acc[rows], lse[rows], out[0], part_lse[0])
 
-    run_items(tile, [(g, t) for g in range(len(plan.groups)) for t in range(len(plan.tiles))])
-    return out, lse
+    for level in plan.levels:
+        run_items(run_task, level)
+    empty = lse < NO_KEY_LSE
+    if bool(empty.any()):
+        acc.masked_fill_(empty[..., None], 0.0)
+        lse.masked_fill_(empty, float("-inf"))
+    return acc.to(q.dtype), lse
+
+
+def _first_writes(plan: Plan) -> set[Task]:
+    """Tasks whose rows an earlier level already wrote (they merge; the others just copy).
+
+    Groups of query tiles are aligned powers of two, so a task's tiles were all written or none."""
+    written: set[tuple[int, int]] = set()
+    later: set[Task] = set()
+    for level in plan.levels:
+        for task in level:
+            if (task.group, task.r0) in written:
+                later.add(task)
+        for task in level:
+            written.update((task.group, r) for r in _tile_starts(plan, task))
+    return later
+
+
+def _tile_starts(plan: Plan, task: Task) -> range:
+    return range(task.r0, task.r1, plan.block_q)
 
 
 def backward(
@@ -133,20 +204,17 @@ def backward(
     grad_out = grad_out.contiguous()
     # Rows that saw no key: +inf makes every probability exp(s - lse) vanish in the backward op.
     lse = lse.masked_fill(torch.isneginf(lse), float("inf"))
-    for g, (b, heads, hm) in enumerate(plan.groups):
-        sel = (slice(b, b + 1), heads)
-        qb, kb, vb, ob, gb, lb = q[sel], k[sel], v[sel], out[sel], grad_out[sel], lse[sel]
-        for (r0, r1), runs in zip(plan.tiles, plan.runs[g]):
-            rows = slice(r0, r1)
-            for run in runs:
-                cols = slice(run.c0, run.c1)
-                bias = _bias(plan, b, hm, r0, r1, run, q.dtype) if run.partial else None
-                gq, gk, gv = flash_backward(
-                    gb[:, :, rows], qb[:, :, rows], kb[:, :, cols], vb[:, :, cols], ob[:, :, rows], lb[:, :, rows], bias
-                )
-                dq[b : b + 1, heads, rows] += gq
-                dk[b : b + 1, heads, cols] += gk
-                dv[b : b + 1, heads, cols] += gv
+    for level in plan.levels:
+        for task in level:
+            b, heads, _ = plan.groups[task.group]
+            sel = (slice(b, b + 1), heads)
+            rows = slice(task.r0, task.r1)
+            for run in task.runs:
+                qt, kt, vt, bias, causal = _call(plan, task, run, q, k, v, q.dtype)
+                gq, gk, gv = flash_backward(grad_out[sel][:, :, rows], qt, kt, vt, out[sel][:, :, rows], lse[sel][:, :, rows], bias, causal)
+                dq[sel][:, :, rows] += gq
+                dk[sel][:, :, run.c0 : run.c1] += gk
+                dv[sel][:, :, run.c0 : run.c1] += gv
     return dq, dk, dv
 
 
@@ -169,8 +237,6 @@ class BlockSparseAttention(torch.autograd.Function):
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> torch.Tensor:
     if q.device.type != "cpu":
-        from engines.core import EngineError
-
         raise EngineError("the blocksparse backend runs on the CPU; use the triton backend on a GPU")
     plan = make_plan(mask, q.shape[1], block_q, block_k)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):

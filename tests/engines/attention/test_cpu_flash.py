@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from engines.attention.cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge
+from engines.attention.cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
 
 
 def _dense(q, k, v, bias=None):
@@ -32,18 +32,22 @@ def test_key_ranges_merge_exactly_and_masked_rows_drop_out() -> None:
     a = flash_forward(q, k[:, :, :30], v[:, :, :30], bias)
     b = flash_forward(q, k[:, :, 30:], v[:, :, 30:])
     assert (a[1][..., :5] < NO_KEY_LSE).all()  # the finite mask value gives a huge negative lse
-    out, lse = merge([a, b])
+    out, lse = a[0].clone(), a[1].clone()
+    merge_into(out, lse, *b)
     full_bias = torch.zeros(50, 50)
     full_bias[:5, :30] = float("-inf")
     ref_out, ref_lse = _dense(q, k, v, full_bias)
     assert (out.double() - ref_out).abs().max() < 1e-5 and (lse.double() - ref_lse).abs().max() < 1e-4
 
 
-def test_rows_that_see_no_key_merge_to_zero_and_minus_infinity() -> None:
-    q, k, v = (torch.randn(1, 1, 4, 8) for _ in range(3))
-    bias = torch.full((4, 4), masked_value(torch.float32))
-    out, lse = merge([flash_forward(q, k, v, bias)])
-    assert out.abs().max() == 0 and torch.isneginf(lse).all()
+def test_merging_into_untouched_rows_copies_and_causal_mode_is_top_left() -> None:
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1, 1, 6, 8) for _ in range(3))
+    acc, lse = torch.zeros(1, 1, 6, 8), torch.full((1, 1, 6), float("-inf"))
+    out, part = flash_forward(q, k, v, None, True)
+    merge_into(acc, lse, out, part)
+    ref_out, ref_lse = _dense(q, k, v, torch.triu(torch.full((6, 6), float("-inf")), 1))
+    assert (acc.double() - ref_out).abs().max() < 1e-6 and (lse.double() - ref_lse).abs().max() < 1e-5
 
 
 def test_backward_of_key_and_query_pieces_sums_to_the_whole() -> None:
