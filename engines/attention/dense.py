@@ -11,7 +11,8 @@ import numpy as np
 
 from engines.core import EngineError
 
-from .representation import FlashMask, make_mask
+from .forms import MAX_RUNS, from_runs
+from .representation import FlashMask
 
 #: Largest dense mask (elements per batch and head) we agree to materialise: 16384 x 16384.
 MAX_DENSE_ELEMENTS = 1 << 28
@@ -45,106 +46,27 @@ def from_dense(allowed, causal: bool | None = None) -> FlashMask:
         arr = arr[None, None]
     if arr.ndim != 4 or 0 in arr.shape:
         raise EngineError(f"a dense mask must have shape [N_q, N_k] or [B, H, N_q, N_k], got {list(arr.shape)}")
-    n_q, n_k = arr.shape[2], arr.shape[3]
-    masked = ~arr
-    runs = _runs(masked)  # starts, ends, counts per column
-    off = n_k - n_q
-    j = np.arange(n_k)
-    ce = np.clip(j - off, 0, n_q)
-    rows = np.arange(n_q)[:, None]
-    upper = rows < ce[None, :]  # rows causality hides, [N_q, N_k]
-    causal_ok = bool(masked[..., upper].all()) if upper.any() else True
-    if causal is None:
-        causal = causal_ok and _fits_causal(masked, ce, n_q)
-    if causal:
-        if not causal_ok:
-            b, h, i, c = np.argwhere(~masked & upper[None, None])[0]
-            raise EngineError(f"column {c}: row {i} may attend to it above the causal diagonal, so the mask is not causal")
-        return _causal_form(masked, ce, n_q)
-    return _bidirectional_form(runs, n_q)
-
-
-def _runs(masked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """First two masked runs of every column: starts, ends [B, H, N_k, 2] and run counts [B, H, N_k]."""
-    pad = np.zeros(masked.shape[:2] + (1, masked.shape[3]), dtype=np.int8)
-    d = np.diff(np.concatenate([pad, masked.astype(np.int8), pad], axis=2), axis=2)  # [B,H,N_q+1,N_k]
+    pad = np.zeros(arr.shape[:2] + (1, arr.shape[3]), dtype=np.int8)
+    d = np.diff(np.concatenate([pad, (~arr).astype(np.int8), pad], axis=2), axis=2)  # [B, H, N_q + 1, N_k]
     counts = (d == 1).sum(axis=2)
-    if (counts > 2).any():
-        b, h, col = np.argwhere(counts > 2)[np.argmin(np.argwhere(counts > 2)[:, 2])]
-        where = []
-        if masked.shape[0] > 1:
-            where.append(f"batch {b}")
-        if masked.shape[1] > 1:
-            where.append(f"head {h}")
-        suffix = f" ({', '.join(where)})" if where else ""
-        raise EngineError(
-            f"column {col}{suffix} has {int(counts[b, h, col])} masked gaps; FlashMask can represent at most "
-            "two masked row intervals per key column"
-        )
-    n_q = masked.shape[2]
-    starts = np.full(masked.shape[:2] + (masked.shape[3], 2), n_q, dtype=np.int64)
-    ends = np.full_like(starts, n_q)
+    starts = np.full(counts.shape + (MAX_RUNS,), arr.shape[2], dtype=np.int64)
+    ends = starts.copy()
     for kind, target in ((1, starts), (-1, ends)):
-        b, h, r, c = np.nonzero(np.moveaxis(d == kind, 2, 3))  # ordered by column, then row
-        rank = _rank_within(b, h, r)
-        target[b, h, r, rank] = c
-    return starts, ends, counts
+        b, h, col, row = np.nonzero(np.moveaxis(d == kind, 2, 3))  # ordered by column, then row
+        rank = _rank_within(b, h, col)
+        keep = rank < MAX_RUNS
+        target[b[keep], h[keep], col[keep], rank[keep]] = row[keep]
+    return from_runs(starts, ends, counts, arr.shape[2], arr.shape[3], causal)
 
 
 def _rank_within(b: np.ndarray, h: np.ndarray, col: np.ndarray) -> np.ndarray:
-    """0 for the first hit of each (b, h, column), 1 for the second (hits come sorted)."""
+    """0, 1, 2, ... for successive hits of each (b, h, column); hits come grouped and sorted."""
     if b.size == 0:
         return b
     key = (b * (h.max() + 1) + h) * (col.max() + 1) + col
     first = np.r_[True, key[1:] != key[:-1]]
-    return np.where(first, 0, 1)
-
-
-def _fits_causal(masked: np.ndarray, ce: np.ndarray, n_q: int) -> bool:
-    lower = masked & (np.arange(n_q)[:, None] >= ce[None, :])
-    pad = np.zeros(masked.shape[:2] + (1, masked.shape[3]), dtype=np.int8)
-    d = np.diff(np.concatenate([pad, lower.astype(np.int8), pad], axis=2), axis=2)
-    return bool(((d == 1).sum(axis=2) <= 1).all())
-
-
-def _causal_form(masked: np.ndarray, ce: np.ndarray, n_q: int) -> FlashMask:
-    lower = masked & (np.arange(n_q)[:, None] >= ce[None, :])
-    pad = np.zeros(masked.shape[:2] + (1, masked.shape[3]), dtype=np.int8)
-    d = np.diff(np.concatenate([pad, lower.astype(np.int8), pad], axis=2), axis=2)
-    counts = (d == 1).sum(axis=2)
-    if (counts > 1).any():
-        b, h, col = np.argwhere(counts > 1)[0]
-        raise EngineError(
-            f"column {col} has {int(counts[b, h, col]) + (1 if ce[col] > 0 else 0)} masked gaps under causal "
-            "masking; a causal FlashMask holds one interval below the diagonal"
-        )
-    has = counts == 1
-    start = np.where(has, np.argmax(d == 1, axis=2), n_q)
-    end = np.where(has, np.argmax(d == -1, axis=2), n_q)
-    if (end[has] == n_q).all():
-        return make_mask(start[..., None], True, n_q)
-    return make_mask(np.stack([start, end], axis=-1), True, n_q)
-
-
-def _bidirectional_form(runs: tuple[np.ndarray, np.ndarray, np.ndarray], n_q: int) -> FlashMask:
-    starts, ends, counts = runs
-    # C=2 needs every column's masked rows to be a top run [0, UTE) and/or a bottom run [LTS, n_q).
-    top = (counts >= 1) & (starts[..., 0] == 0)
-    first_bottom = (counts == 1) & (ends[..., 0] == n_q)
-    second_bottom = (counts == 2) & (ends[..., 1] == n_q)
-    fits_c2 = (counts == 0) | (counts == 1) & (top | first_bottom) | (counts == 2) & top & second_bottom
-    if fits_c2.all():
-        ute = np.where(top, ends[..., 0], 0)
-        lts = np.where(counts == 2, starts[..., 1], np.where(first_bottom & ~top, starts[..., 0], n_q))
-        lts = np.where((counts == 1) & top & (ends[..., 0] == n_q), 0, lts)
-        return make_mask(np.stack([lts, ute], axis=-1), False, n_q)
-    # C=4: the lower (second) run in [LTS, LTE), the upper (first) in [UTS, UTE); one run goes low.
-    one = counts == 1
-    lts = np.where(counts == 2, starts[..., 1], np.where(one, starts[..., 0], n_q))
-    lte = np.where(counts == 2, ends[..., 1], np.where(one, ends[..., 0], n_q))
-    uts = np.where(counts == 2, starts[..., 0], n_q)
-    ute = np.where(counts == 2, ends[..., 0], n_q)
-    return make_mask(np.stack([lts, lte, uts, ute], axis=-1), False, n_q)
+    group_start = np.maximum.accumulate(np.where(first, np.arange(key.size), 0))
+    return np.arange(key.size) - group_start
 
 
 def density_image(mask: FlashMask, height: int, width: int, batch: int = 0, head: int = 0) -> np.ndarray:

@@ -237,6 +237,33 @@ MASKS: dict[str, MaskSpec] = {
 }
 
 
+def sweep_params(name: str, n: int, params: dict[str, Any] | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """A family of masks around ``name`` whose sparsity varies, for the latency-vs-rho plot.
+
+    Masks with a size knob sweep it; the others (full, causal, ...) fall back to sliding windows.
+    Returns the family's mask name and one parameter set per point, from dense to sparse.
+    """
+    base = resolve_params(name, n, params)
+    counts = [(1.0,) * k for k in (1, 2, 4, 8, 16) if k <= n]
+    fractions = [f for f in (0.75, 0.5, 0.25, 0.125, 0.0625)]
+    if name in ("causal_document", "document", "prefix_document"):
+        return name, [{**base, "docs": d} for d in counts]
+    if name == "causal_blockwise":
+        return name, [{**base, "blocks": d + (1.0,)} for d in counts]
+    if name == "shared_question":
+        return name, [{**base, "samples": len(d)} for d in counts]
+    if name == "global_sliding":
+        return name, [{**base, "left": max(1, int(f * n / 2)), "right": max(1, int(f * n / 2))} for f in fractions]
+    if name == "random_eviction":
+        return name, [{**base, "rate": r} for r in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    if name == "qk_sparse":
+        return name, [{**base, "start": 0, "length": max(1, int(f * n))} for f in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    if name == "prefix_lm":
+        return "causal_document", [{"docs": d} for d in counts]
+    window = resolve_params("sliding_window", n)
+    return "sliding_window", [{**window, "window": max(1, int(f * n))} for f in fractions]
+
+
 def resolve_params(name: str, n: int, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Defaults for ``n`` overridden by ``params`` (strings from the CLI are parsed), all checked."""
     spec = mask_spec(name)

@@ -45,9 +45,14 @@ def _workers(n: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def run_items(fn: Callable[[T], None], items: Sequence[T], threads: int | None = None) -> None:
-    """Call ``fn`` on every item, spread over ``threads`` workers (default: torch's thread count)."""
-    n = threads or int(os.environ.get("FLASHMASK_THREADS", 0)) or torch.get_num_threads()
+def worker_count() -> int:
+    """Workers to use: FLASHMASK_THREADS when set, else torch's intra-op thread count."""
+    return int(os.environ.get("FLASHMASK_THREADS", 0)) or torch.get_num_threads()
+
+
+def run_items(fn: Callable[[T], None], items: Sequence[T]) -> None:
+    """Call ``fn`` on every item, spread over ``worker_count()`` workers, in the given order."""
+    n = worker_count()
     if n <= 1 or len(items) <= 1:
         for item in items:
             fn(item)

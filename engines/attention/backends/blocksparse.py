@@ -28,7 +28,7 @@ from engines.core import EngineError
 from ..blocks import MASKED, PARTIAL, UNMASKED, classify
 from ..cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
 from ..representation import FlashMask
-from ..workers import run_items
+from ..workers import run_items, worker_count
 
 BLOCK_Q = 128
 BLOCK_K = 128
@@ -72,10 +72,13 @@ class Plan:
     biases: dict = field(default_factory=dict)  # tile masks shared by tiles with one pattern
 
 
-def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> Plan:
+def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, workers: int = 1) -> Plan:
+    """Tasks for ``heads`` query heads; shared-mask heads are cut into ``workers`` chunks so that
+    even a single tall call keeps every worker busy."""
     layout = classify(mask, block_q, block_k)
     if mask.heads == 1 or bool((mask.indices == mask.indices[:, :1]).all()):
-        groups = [(b, slice(0, heads), 0) for b in range(mask.batch)]
+        cuts = np.linspace(0, heads, min(heads, max(1, workers)) + 1).round().astype(int)
+        groups = [(b, slice(int(h0), int(h1)), 0) for b in range(mask.batch) for h0, h1 in zip(cuts[:-1], cuts[1:])]
     else:
         groups = [(b, slice(h, h + 1), h) for b in range(mask.batch) for h in range(mask.heads)]
     rows, cols = layout.row_edges, layout.col_edges
@@ -238,7 +241,7 @@ class BlockSparseAttention(torch.autograd.Function):
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> torch.Tensor:
     if q.device.type != "cpu":
         raise EngineError("the blocksparse backend runs on the CPU; use the triton backend on a GPU")
-    plan = make_plan(mask, q.shape[1], block_q, block_k)
+    plan = make_plan(mask, q.shape[1], block_q, block_k, worker_count())
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return BlockSparseAttention.apply(q, k, v, plan)
     return forward(q, k, v, plan)[0]

@@ -47,7 +47,7 @@ def test_causal_form_needs_one_gap_below_the_diagonal() -> None:
     dense[[2, 5], 0] = False
     mask = from_dense(dense)  # two gaps below the diagonal: only the bidirectional C=4 form holds it
     assert not mask.causal and mask.c == 4
-    with pytest.raises(EngineError, match="column 0 has 2 masked gaps under causal masking"):
+    with pytest.raises(EngineError, match="column 0 has 2 masked gaps below the causal diagonal; a causal FlashMask holds one"):
         from_dense(dense, causal=True)
 
 
