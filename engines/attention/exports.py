@@ -18,7 +18,7 @@ import numpy as np
 
 from engines.core import EngineError, write_bytes, write_text
 
-from .dense import density_image, from_dense
+from .dense import density_image, from_dense, to_dense
 from .representation import FlashMask, make_mask
 from .timing import TimingReport
 
@@ -212,16 +212,21 @@ if __name__ == "__main__":
 
 
 # Writing by suffix ------------------------------------------------------------------------
-EXPORT_FORMATS = ("npy", "json", "png", "paddle", "flex")
+EXPORT_FORMATS = ("npy", "json", "png", "paddle", "flex", "dense")
 
 
 def export_mask(mask: FlashMask, path: Path, fmt: str | None = None, name: str = "custom", params: dict[str, Any] | None = None) -> Path:
-    """Write ``mask`` as ``fmt`` (default: from the suffix; .py means the Paddle snippet)."""
+    """Write ``mask`` as ``fmt`` (default: from the suffix; .py means the Paddle snippet; ``dense``
+    writes the boolean N_q x N_k mask as .npy)."""
     fmt = fmt or {".npy": "npy", ".json": "json", ".png": "png", ".py": "paddle"}.get(path.suffix.lower())
     if fmt not in EXPORT_FORMATS:
         raise EngineError(f"cannot tell what to write to {path.name}: use .npy, .json, .png or .py, or give a format ({', '.join(EXPORT_FORMATS)})")
     if fmt == "npy":
         return write_bytes(path, vectors_npy(mask))
+    if fmt == "dense":  # the boolean [B, H, N_q, N_k] mask, refused when too large to materialise
+        buf = io.BytesIO()
+        np.save(buf, to_dense(mask), allow_pickle=False)
+        return write_bytes(path, buf.getvalue())
     if fmt == "png":
         return write_bytes(path, mask_png(mask))
     text = {"json": lambda: vectors_json(mask, name, params), "paddle": lambda: paddle_snippet(mask, name), "flex": lambda: flex_snippet(mask, name)}[fmt]()

@@ -23,7 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     export = add_command(group, "export", cmd_export, "write a mask as .npy/.json vectors, a .png, or a Python snippet")
     _mask_args(export)
     export.add_argument("--out", required=True, type=Path, help="file to write (.npy, .json, .png or .py)")
-    export.add_argument("--format", choices=("npy", "json", "png", "paddle", "flex"), help="what to write (default: from the suffix; .py is the Paddle snippet)")
+    export.add_argument(
+        "--format", choices=("npy", "json", "png", "paddle", "flex", "dense"),
+        help="what to write (default: from the suffix; .py is the Paddle snippet; dense: the boolean N x N mask as .npy)",
+    )
 
     convert = add_command(group, "from-dense", cmd_from_dense, "turn a boolean dense mask (.npy, True = may attend) into FlashMask vectors")
     convert.add_argument("dense", type=existing_file, help="boolean .npy of shape [N_q, N_k] or [B, H, N_q, N_k]")
