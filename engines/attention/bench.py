@@ -54,19 +54,29 @@ def check_goals(report: TimingReport) -> dict[str, Any]:
         bs = case.row("blocksparse")
         if bs is None:
             continue
-        entry: dict[str, Any] = {"rho": case.stats.rho, "pct_of_ideal": bs.pct_of_ideal}
-        entry["ideal_ok"] = bs.pct_of_ideal is not None and bs.pct_of_ideal >= GOAL_PCT_IDEAL
+        entry: dict[str, Any] = {"rho": case.stats.rho, "pct_of_ideal": bs.pct_of_ideal, "pct_of_ideal_best": bs.pct_of_ideal_best}
+        entry["ideal_ok"] = bs.pct_of_ideal >= GOAL_PCT_IDEAL
+        entry["ideal_ok_best"] = bs.pct_of_ideal_best >= GOAL_PCT_IDEAL
         if bs.speedup_vs_flex is not None:
             entry["speedup_vs_flex"] = bs.speedup_vs_flex
+            entry["speedup_vs_flex_best"] = bs.speedup_vs_flex_best
             entry["faster_than_flex"] = bs.speedup_vs_flex > 1.0
+            entry["faster_than_flex_best"] = bs.speedup_vs_flex_best > 1.0
         per_mask[case.name] = entry
     sparse = {k: v for k, v in per_mask.items() if v["rho"] >= GOAL_RHO}
+
+    def every(key: str, group: dict[str, Any]) -> bool | None:
+        return all(v.get(key, False) for v in group.values()) if group else None
+
     return {
         "masks": per_mask,
         "rho_threshold": GOAL_RHO,
-        "faster_than_flex_on_sparse": all(v.get("faster_than_flex", False) for v in sparse.values()) if sparse else None,
-        "ideal_on_sparse": all(v["ideal_ok"] for v in sparse.values()) if sparse else None,
-        "ideal_on_all": all(v["ideal_ok"] for v in per_mask.values()) if per_mask else None,
+        "faster_than_flex_on_sparse": every("faster_than_flex", sparse),
+        "faster_than_flex_on_sparse_best": every("faster_than_flex_best", sparse),
+        "ideal_on_sparse": every("ideal_ok", sparse),
+        "ideal_on_sparse_best": every("ideal_ok_best", sparse),
+        "ideal_on_all": every("ideal_ok", per_mask),
+        "ideal_on_all_best": every("ideal_ok_best", per_mask),
     }
 
 
@@ -77,25 +87,31 @@ def format_table(report: TimingReport, goals: dict[str, Any]) -> str:
         f"{report.threads} torch thread(s), {s.repeats} interleaved repeats (+{s.warmup} warm-up), tiles {s.block}x{s.block}",
         report.note,
         "",
-        f"{'mask':17} {'rho':>5} {'backend':11} {'ms':>9} {'spread':>7} {'TF/s dense':>10} {'block':>7} {'elem':>7} "
+        f"{'mask':17} {'rho':>5} {'backend':11} {'ms med':>9} {'ms min':>9} {'spread':>7} {'TF/s dense':>10} {'block':>7} {'elem':>7} "
         f"{'max err':>8} {'mask bytes':>11} {'vs dense':>8} {'vs flex':>8} {'% ideal':>8}",
     ]
     for case in report.cases:
         for i, row in enumerate(case.rows):
             lines.append(
                 f"{case.name if i == 0 else '':17} {case.stats.rho if i == 0 else float('nan'):5.3f} {row.backend:11} "
-                f"{row.ms:9.1f} {100 * row.spread:6.0f}% {row.tflops_dense:10.3f} {row.tflops_block:7.3f} {row.tflops_element:7.3f} "
+                f"{row.ms:9.1f} {row.ms_min:9.1f} {100 * row.spread:6.0f}% {row.tflops_dense:10.3f} {row.tflops_block:7.3f} {row.tflops_element:7.3f} "
                 f"{_num(row.max_error, '.1e'):>8} {_bytes(row.mask_bytes):>11} {_num(row.speedup_vs_dense, '.2f'):>8} "
                 f"{_num(row.speedup_vs_flex, '.2f'):>8} {_num(row.pct_of_ideal, '.0f'):>8}"
             )
     lines = [line.replace("  nan", "     ") for line in lines]
     lines.append("")
-    sparse = [(name, g) for name, g in goals["masks"].items() if g["rho"] >= GOAL_RHO]
-    if sparse:
-        lines.append(f"goals on masks with rho >= {GOAL_RHO}: blocksparse faster than flex, and >= {GOAL_PCT_IDEAL:.0f}% of ideal")
-        for name, g in sparse:
-            flex = f"x{g['speedup_vs_flex']:.2f} vs flex ({'ok' if g['faster_than_flex'] else 'MISSED'})" if "speedup_vs_flex" in g else "flex not timed"
-            lines.append(f"  {name:17} rho {g['rho']:.3f}  {flex}  {g['pct_of_ideal']:.0f}% of ideal ({'ok' if g['ideal_ok'] else 'MISSED'})")
+    lines.append("ratios from medians, and in [brackets] from each backend's fastest repeat (least disturbed by other processes)")
+    lines.append(f"goals: blocksparse faster than flex where rho >= {GOAL_RHO}; speed-up over its own full-mask time >= {GOAL_PCT_IDEAL:.0f}% of 1/(1-rho)")
+    for name, g in goals["masks"].items():
+        flex = (
+            f"x{g['speedup_vs_flex']:.2f} [x{g['speedup_vs_flex_best']:.2f}] vs flex"
+            + ("" if g["rho"] < GOAL_RHO else f" ({'ok' if g['faster_than_flex'] else 'MISSED'} [{'ok' if g['faster_than_flex_best'] else 'MISSED'}])")
+            if "speedup_vs_flex" in g else "flex not timed"
+        )
+        lines.append(
+            f"  {name:17} rho {g['rho']:.3f}  {flex:40}  {g['pct_of_ideal']:4.0f}% [{g['pct_of_ideal_best']:4.0f}%] of ideal "
+            f"({'ok' if g['ideal_ok'] else 'MISSED'} [{'ok' if g['ideal_ok_best'] else 'MISSED'}])"
+        )
     return "\n".join(lines)
 
 

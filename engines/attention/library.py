@@ -69,7 +69,7 @@ class MaskSpec:
 
 
 # Helpers -------------------------------------------------------------------------------------
-def _edges(n: int, sizes: tuple[float, ...]) -> np.ndarray:
+def segment_edges(n: int, sizes: tuple[float, ...]) -> np.ndarray:
     """Segment boundaries 0 = e_0 < ... = n from relative sizes (empty segments are dropped)."""
     w = np.asarray(sizes, dtype=np.float64)
     edges = np.round(np.concatenate([[0.0], np.cumsum(w)]) / w.sum() * n).astype(np.int64)
@@ -102,24 +102,24 @@ def build_sliding_window(n: int, window: int) -> FlashMask:
 
 
 def build_causal_document(n: int, docs: tuple[float, ...]) -> FlashMask:
-    _, e = _segment_of(n, _edges(n, docs))
+    _, e = _segment_of(n, segment_edges(n, docs))
     return make_mask(_c(e), True, n)
 
 
 def build_document(n: int, docs: tuple[float, ...]) -> FlashMask:
-    s, e = _segment_of(n, _edges(n, docs))
+    s, e = _segment_of(n, segment_edges(n, docs))
     return make_mask(_c(e, s), False, n)
 
 
 def build_shared_question(n: int, samples: int, answers: int, question: float) -> FlashMask:
     """Packed samples, each a question followed by answers that see the question but not each other."""
     lts = np.empty(n, dtype=np.int64)
-    edges = _edges(n, (1.0,) * samples)
+    edges = segment_edges(n, (1.0,) * samples)
     for s0, s1 in zip(edges[:-1], edges[1:]):
         q1 = s0 + int(round(question * (s1 - s0)))
         lts[s0:q1] = s1  # question keys: visible to the whole sample
         if s1 > q1:  # answer keys: visible to the rest of their own answer only
-            _, e = _segment_of(s1 - q1, _edges(s1 - q1, (1.0,) * answers))
+            _, e = _segment_of(s1 - q1, segment_edges(s1 - q1, (1.0,) * answers))
             lts[q1:s1] = q1 + e
     return make_mask(_c(lts), True, n)
 
@@ -135,7 +135,7 @@ def build_global_sliding(n: int, global_tokens: int, left: int, right: int) -> F
 
 def build_causal_blockwise(n: int, blocks: tuple[float, ...]) -> FlashMask:
     """In-context demonstrations that see only themselves; the last (test) block sees them all."""
-    edges = _edges(n, blocks)
+    edges = segment_edges(n, blocks)
     _, e = _segment_of(n, edges)
     test_start = edges[-2] if len(edges) > 2 else n
     j = np.arange(n)
@@ -150,7 +150,7 @@ def build_prefix_lm(n: int, prefix: int) -> FlashMask:
 
 def build_prefix_document(n: int, docs: tuple[float, ...], prefix: float) -> FlashMask:
     """Documents whose first ``prefix`` fraction is bidirectional and the rest causal."""
-    s, e = _segment_of(n, _edges(n, docs))
+    s, e = _segment_of(n, segment_edges(n, docs))
     j = np.arange(n)
     in_prefix = j < s + np.round(prefix * (e - s)).astype(np.int64)
     return make_mask(_c(e, np.where(in_prefix, s, j)), False, n)

@@ -39,6 +39,7 @@ class MaskRequest:
     other: str = "sliding_window"  # second preset (kind=compose)
     other_params: dict[str, Any] = field(default_factory=dict)
     operation: str = "intersection"
+    boundaries: tuple[float, ...] | None = None  # dragged segment edges, replacing the sizes parameter
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,12 +53,18 @@ class MaskView:
     tile: int
     dense: np.ndarray | None  # exact mask for painting (small N only)
     description: str
+    boundaries: tuple[int, ...] = ()  # interior segment edges of a preset's sizes parameter (draggable)
+    sizes_param: str | None = None  # which parameter the boundaries edit
 
 
 def resolve(request: MaskRequest) -> tuple[str, dict[str, Any], FlashMask]:
     """(label, params, mask) for a request; EngineError for anything the user can fix."""
     if request.kind == "preset":
-        params = library.resolve_params(request.name, request.n, request.params)
+        given = dict(request.params)
+        sizes = [p.name for p in library.mask_spec(request.name).params if p.kind == "sizes"]
+        if request.boundaries is not None and sizes:
+            given[sizes[0]] = sizes_from_boundaries(list(request.boundaries), request.n)
+        params = library.resolve_params(request.name, request.n, given)
         return request.name, params, library.mask_spec(request.name).builder(request.n, **params)
     if request.kind == "vectors":
         if request.vectors is None:
@@ -90,4 +97,17 @@ def analyze(request: MaskRequest, tile: int = 128, pixels: int = VIEW_PIXELS) ->
 
         dense = to_dense(mask)[0, 0]
     image = density_image(mask, pixels, pixels)
-    return MaskView(name, params, mask, stats, image, tiles, tile, dense, mask.describe())
+    boundaries, sizes_param = (), None
+    if request.kind == "preset":
+        sizes = [p.name for p in library.mask_spec(name).params if p.kind == "sizes"]
+        if sizes:
+            sizes_param = sizes[0]
+            boundaries = tuple(int(e) for e in library.segment_edges(mask.n_k, params[sizes_param])[1:-1])
+    return MaskView(name, params, mask, stats, image, tiles, tile, dense, mask.describe(), boundaries, sizes_param)
+
+
+def sizes_from_boundaries(boundaries: list[float], n: int) -> tuple[float, ...]:
+    """A dragged set of segment edges back to the sizes parameter (empty segments are dropped)."""
+    edges = np.unique(np.clip(np.round(np.asarray(boundaries, dtype=float)), 1, n - 1).astype(int))
+    sizes = np.diff(np.concatenate([[0], edges, [n]]))
+    return tuple(float(x) for x in sizes if x > 0)

@@ -83,6 +83,7 @@ class AttentionPanel(MethodPanel):
         self._custom_n_q: int | None = None
         self.painted: np.ndarray | None = None
         self.last_request = None  # the request behind ``self.view``
+        self._dragged: tuple[float, ...] | None = None  # boundary positions for the next request
         self._param_widgets: dict[str, QWidget] = {}
         self._building = False
 
@@ -112,6 +113,7 @@ class AttentionPanel(MethodPanel):
 
         self.heatmap = HeatMap()
         self.heatmap.painted.connect(self._on_paint)
+        self.heatmap.boundariesMoved.connect(self._on_boundaries)
         self.vector_plot = VectorPlot()
         self.vectors = VectorsModel(self)
         self.vectors.edited.connect(self._on_vectors_edited)
@@ -354,7 +356,8 @@ class AttentionPanel(MethodPanel):
             name = "causal_document"
         if self.compose_on.isChecked():
             return MaskRequest(kind="compose", name=name, n=self.n.value(), params=self.params(), other=self.compose_with.currentData(), operation=self.compose_op.currentData())
-        return MaskRequest(kind="preset", name=name, n=self.n.value(), params=self.params())
+        dragged, self._dragged = self._dragged, None
+        return MaskRequest(kind="preset", name=name, n=self.n.value(), params=self.params(), boundaries=dragged)
 
     def request_analysis(self) -> None:
         from engines.attention.view import analyze  # numpy only; it runs in the job
@@ -370,6 +373,8 @@ class AttentionPanel(MethodPanel):
         self.source = request.kind
         if request.kind == "vectors":
             self.custom_vectors, self.custom_causal, self._custom_n_q = view.mask.indices, view.mask.causal, view.mask.n_q
+        if view.sizes_param in self._param_widgets:  # the engine's sizes (after a drag, say)
+            self._param_widgets[view.sizes_param].setText(", ".join(f"{x:g}" for x in view.params[view.sizes_param]))
         if request.kind in ("vectors", "dense"):
             self._building = True
             self.preset.setCurrentIndex(self.preset.findData("custom"))
@@ -398,6 +403,7 @@ class AttentionPanel(MethodPanel):
             return
         m = self.view.mask
         self.heatmap.show_mask(self.view.image, m.n_q, m.n_k, self.view.tiles, self.overlay.isChecked())
+        self.heatmap.set_boundaries(self.view.boundaries, m.n_k)
 
     def _revert_edits(self, *_) -> None:
         """After a rejected edit, the source, table and painting go back to the last valid mask."""
@@ -428,6 +434,14 @@ class AttentionPanel(MethodPanel):
         self.compose_on.setChecked(False)
         self._building = False
         self.analysis_timer.start()
+
+    def _on_boundaries(self, positions: list[float]) -> None:
+        """Dragged document boundaries go to the engine, which turns them into the sizes parameter."""
+        if self.view is None or self.view.sizes_param not in self._param_widgets:
+            return
+        self._dragged = tuple(positions)
+        self.analysis_timer.stop()
+        self.request_analysis()
 
     def _on_paint_mode(self) -> None:
         small = self.view is not None and self.view.dense is not None

@@ -18,6 +18,7 @@ class HeatMap(pg.GraphicsLayoutWidget):
     With painting on, dragging emits ``painted(row, col)`` in mask coordinates."""
 
     painted = Signal(int, int)
+    boundariesMoved = Signal(object)  # list of column positions after a drag
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -36,6 +37,7 @@ class HeatMap(pg.GraphicsLayoutWidget):
         self.plot.addItem(self.overlay)
         self.paint_enabled = False
         self._shape = (1, 1)
+        self._lines: list[pg.InfiniteLine] = []
 
     def show_mask(self, image: np.ndarray, n_q: int, n_k: int, tiles: np.ndarray | None, overlay: bool) -> None:
         self._shape = (n_q, n_k)
@@ -48,6 +50,19 @@ class HeatMap(pg.GraphicsLayoutWidget):
         else:
             self.overlay.hide()
         self.plot.setRange(xRange=(0, n_k), yRange=(0, n_q), padding=0.02)
+
+    def set_boundaries(self, edges: tuple[int, ...], n_k: int) -> None:
+        """Draggable segment edges (document boundaries); a finished drag emits them all."""
+        for line in self._lines:
+            self.plot.removeItem(line)
+        self._lines = []
+        for edge in edges:
+            line = pg.InfiniteLine(pos=edge, angle=90, movable=True, bounds=(1, n_k - 1), pen=pg.mkPen("#8a6d00", width=2))
+            line.setHoverPen(pg.mkPen("#b3261e", width=3))
+            line.setToolTip("drag to move this boundary")
+            line.sigPositionChangeFinished.connect(lambda *_: self.boundariesMoved.emit([ln.value() for ln in self._lines]))
+            self.plot.addItem(line)
+            self._lines.append(line)
 
     def _cell(self, pos) -> tuple[int, int] | None:
         point = self.plot.vb.mapSceneToView(pos)

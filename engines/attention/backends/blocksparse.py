@@ -18,6 +18,7 @@ merged output and log-sum-exp, returns each piece's exact share of dQ, dK and dV
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,10 +60,10 @@ class Task:
 
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """Tasks level by level; within a level no two tasks of a group share query rows."""
+    """Every task, largest first; tasks of one group may share query rows (they merge under a lock)."""
 
     groups: list[tuple[int, slice, int]]  # (batch, query-head slice, mask head)
-    levels: list[list[Task]]
+    tasks: list[Task]
     block_q: int
     mask: FlashMask
     lts: torch.Tensor  # int64 [B, Hm, N_k] normalised intervals, for the partial-tile masks
@@ -109,10 +110,10 @@ def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int 
                     runs.extend(Run(a, min(a + MAX_MASKED_COLS, c1), MASKED_RUN) for a in range(c0, c1, MAX_MASKED_COLS))
             if runs:
                 levels[-1].append(Task(g, r0, r1, tuple(runs)))
-    for level in levels:  # largest first: the workers finish a level together (LPT scheduling)
-        level.sort(key=lambda task: -(task.r1 - task.r0) * sum(run.c1 - run.c0 for run in task.runs))
+    tasks = [task for level in levels for task in level]
+    tasks.sort(key=lambda task: -(task.r1 - task.r0) * sum(run.c1 - run.c0 for run in task.runs))  # LPT: even finish
     iv = mask.intervals()
-    return Plan(groups, [lv for lv in levels if lv], block_q, mask, *(torch.from_numpy(x) for x in (iv.lts, iv.lte, iv.uts, iv.ute)))
+    return Plan(groups, tasks, block_q, mask, *(torch.from_numpy(x) for x in (iv.lts, iv.lte, iv.uts, iv.ute)))
 
 
 def _spans(flags: np.ndarray) -> list[tuple[int, int]]:
@@ -152,52 +153,41 @@ def _call(plan: Plan, task: Task, run: Run, q, k, v, dtype):
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, torch.Tensor]:
-    """Output [B, H, N_q, D] and log-sum-exp [B, H, N_q] (-inf for rows that see no key)."""
+    """Output [B, H, N_q, D] and log-sum-exp [B, H, N_q] (-inf for rows that see no key).
+
+    All tasks run in one pool pass (no barrier per level); a task folds its result into each
+    query tile it covers under that tile's lock: the first writer copies, later ones merge."""
     acc = torch.zeros(q.shape, dtype=torch.float32)
     lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32)
-    touched = _first_writes(plan)
+    n_tiles = -(-q.shape[2] // plan.block_q)
+    locks = [[threading.Lock() for _ in range(n_tiles)] for _ in plan.groups]
+    written = [[False] * n_tiles for _ in plan.groups]
 
     @torch.no_grad()  # workers are fresh threads: grad mode is per thread
     def run_task(task: Task) -> None:
         b, heads, _ = plan.groups[task.group]
-        rows = (b, heads, slice(task.r0, task.r1))
-        first = task not in touched
-        for run in task.runs:
-            qt, kt, vt, bias, causal = _call(plan, task, run, q, k, v, q.dtype)
-            out, part_lse = flash_forward(qt, kt, vt, bias, causal)
-            if first:
-                acc[rows] = out[0]
-                lse[rows] = part_lse[0]
-                first = False
-            else:
-                merge_into(acc[rows], lse[rows], out[0], part_lse[0])
+        parts = [flash_forward(*_call(plan, task, run, q, k, v, q.dtype)) for run in task.runs]
+        out, part_lse = parts[0]
+        for more_out, more_lse in parts[1:]:
+            merge_into(out, part_lse, more_out, more_lse)
+        for t in range(task.r0 // plan.block_q, -(-task.r1 // plan.block_q)):
+            r0, r1 = t * plan.block_q, min((t + 1) * plan.block_q, task.r1)
+            rows = (b, heads, slice(r0, r1))
+            local = slice(r0 - task.r0, r1 - task.r0)
+            with locks[task.group][t]:
+                if written[task.group][t]:
+                    merge_into(acc[rows], lse[rows], out[0, :, local], part_lse[0, :, local])
+                else:
+                    acc[rows] = out[0, :, local]
+                    lse[rows] = part_lse[0, :, local]
+                    written[task.group][t] = True
 
-    for level in plan.levels:
-        run_items(run_task, level)
+    run_items(run_task, plan.tasks)
     empty = lse < NO_KEY_LSE
     if bool(empty.any()):
         acc.masked_fill_(empty[..., None], 0.0)
         lse.masked_fill_(empty, float("-inf"))
     return acc.to(q.dtype), lse
-
-
-def _first_writes(plan: Plan) -> set[Task]:
-    """Tasks whose rows an earlier level already wrote (they merge; the others just copy).
-
-    Groups of query tiles are aligned powers of two, so a task's tiles were all written or none."""
-    written: set[tuple[int, int]] = set()
-    later: set[Task] = set()
-    for level in plan.levels:
-        for task in level:
-            if (task.group, task.r0) in written:
-                later.add(task)
-        for task in level:
-            written.update((task.group, r) for r in _tile_starts(plan, task))
-    return later
-
-
-def _tile_starts(plan: Plan, task: Task) -> range:
-    return range(task.r0, task.r1, plan.block_q)
 
 
 def backward(
@@ -207,17 +197,16 @@ def backward(
     grad_out = grad_out.contiguous()
     # Rows that saw no key: +inf makes every probability exp(s - lse) vanish in the backward op.
     lse = lse.masked_fill(torch.isneginf(lse), float("inf"))
-    for level in plan.levels:
-        for task in level:
-            b, heads, _ = plan.groups[task.group]
-            sel = (slice(b, b + 1), heads)
-            rows = slice(task.r0, task.r1)
-            for run in task.runs:
-                qt, kt, vt, bias, causal = _call(plan, task, run, q, k, v, q.dtype)
-                gq, gk, gv = flash_backward(grad_out[sel][:, :, rows], qt, kt, vt, out[sel][:, :, rows], lse[sel][:, :, rows], bias, causal)
-                dq[sel][:, :, rows] += gq
-                dk[sel][:, :, run.c0 : run.c1] += gk
-                dv[sel][:, :, run.c0 : run.c1] += gv
+    for task in plan.tasks:  # serial: tasks share key columns, so dK/dV would race
+        b, heads, _ = plan.groups[task.group]
+        sel = (slice(b, b + 1), heads)
+        rows = slice(task.r0, task.r1)
+        for run in task.runs:
+            qt, kt, vt, bias, causal = _call(plan, task, run, q, k, v, q.dtype)
+            gq, gk, gv = flash_backward(grad_out[sel][:, :, rows], qt, kt, vt, out[sel][:, :, rows], lse[sel][:, :, rows], bias, causal)
+            dq[sel][:, :, rows] += gq
+            dk[sel][:, :, run.c0 : run.c1] += gk
+            dv[sel][:, :, run.c0 : run.c1] += gv
     return dq, dk, dv
 
 

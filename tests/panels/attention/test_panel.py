@@ -191,3 +191,23 @@ def test_state_round_trip(qapp, qtbot, panel_ctx, panel) -> None:
     assert other.view.mask.n_q == 4096 and other.view.stats.block_q == 64
     assert other.state()["params"] == state["params"]
     other.shutdown()
+
+
+def test_the_shipped_sample_opens(qapp, panel) -> None:
+    from engines.core import resource_path
+
+    panel.open_path(resource_path("attention", "samples", "prefix_document_512.flashmask.json"))
+    assert wait_until(qapp, lambda: panel.view.name == "custom" and panel.view.mask.n_q == 512, 10), panel.message.text
+    assert not panel.view.mask.causal and panel.view.mask.c == 2
+
+
+def test_dragging_a_document_boundary_edits_the_sizes(qapp, panel) -> None:
+    panel.n.setValue(1000)
+    assert _analysed(qapp, panel)
+    assert panel.view.boundaries == (250, 500, 750) and len(panel.heatmap._lines) == 3
+    line = panel.heatmap._lines[0]
+    line.setValue(100)
+    line.sigPositionChangeFinished.emit(line)
+    assert _analysed(qapp, panel)
+    assert panel._param_widgets["docs"].text() == "100, 400, 250, 250"
+    assert panel.view.boundaries == (100, 500, 750)
