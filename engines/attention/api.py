@@ -8,9 +8,7 @@ from engines.core import EngineError
 
 from .representation import FlashMask, as_mask, make_mask
 
-BACKENDS = ("reference", "sdpa_dense", "blocksparse", "flex", "triton")
-#: Backends whose output supports autograd.
-DIFFERENTIABLE = ("reference", "blocksparse", "triton")
+BACKENDS = ("reference", "sdpa_dense", "blocksparse", "flex", "triton")  # autograd: reference, blocksparse, triton
 
 
 def flashmask_attention(

@@ -57,7 +57,6 @@ class BlockLayout:
     """Kind of every (query tile, column block): ``kinds`` uint8 ``[B, Hm, T_q, T_k]``."""
 
     kinds: np.ndarray
-    interval_free: np.ndarray  # bool, same shape: both intervals miss the tile (only causality may cut it)
     block_q: int
     block_k: int
     n_q: int
@@ -102,14 +101,13 @@ def classify(mask: FlashMask, block_q: int = 128, block_k: int = 128) -> BlockLa
 
     covered = ((R0 >= e(mm.lts_max)) & (R1 <= e(mm.lte_min))) | ((R0 >= e(mm.uts_max)) & (R1 <= e(mm.ute_min)))
     missed = ((R1 <= e(mm.lts_min)) | (R0 >= e(mm.lte_max))) & ((R1 <= e(mm.uts_min)) | (R0 >= e(mm.ute_max)))
-    interval_free = missed
     if mask.causal:
         above = c0[None, :] > (R1 - 1) + mask.offset
         below = (c1[None, :] - 1) <= R0 + mask.offset
         covered = covered | above
         missed = missed & below
     kinds = np.where(covered, MASKED, np.where(missed, UNMASKED, PARTIAL)).astype(np.uint8)
-    return BlockLayout(kinds, np.broadcast_to(interval_free, kinds.shape), block_q, block_k, mask.n_q, mask.n_k, mm)
+    return BlockLayout(kinds, block_q, block_k, mask.n_q, mask.n_k, mm)
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,13 @@ def masked_value(dtype: torch.dtype) -> float:
 NO_KEY_LSE = -1e29
 
 
-def flash_forward(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, causal: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention of q [B, H, R, D] over k/v [B, H, C, D]; ``bias`` [R, C] is added to the scores;
-    ``causal`` hides column j from row i when j > i (top-left aligned).
+def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of q [B, H, R, D] over k/v [B, H, C, D] (any strides); ``bias`` [R, C] is added
+    to the scores of every batch and head.
 
     Returns (out [B, H, R, D], logsumexp [B, H, R]) in natural-log units.
     """
-    return _FWD(q, k, v, 0.0, causal, attn_mask=bias)
+    return _FWD(q, k, v, 0.0, False, attn_mask=bias)
 
 
 def flash_backward(
@@ -43,10 +41,9 @@ def flash_backward(
     out: torch.Tensor,
     lse: torch.Tensor,
     bias: torch.Tensor | None = None,
-    causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients for one (query rows, key range) piece, given the *whole-row* output and lse."""
-    return _BWD(grad_out, q, k, v, out, lse, 0.0, causal, attn_mask=bias)
+    return _BWD(grad_out, q, k, v, out, lse, 0.0, False, attn_mask=bias)
 
 
 def merge_into(acc: torch.Tensor, lse: torch.Tensor, out: torch.Tensor, part_lse: torch.Tensor) -> None:

@@ -11,7 +11,6 @@ counted per visible element (the paper's sparsity-aware count) and per dense N²
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from typing import Any

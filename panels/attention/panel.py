@@ -44,7 +44,19 @@ from .vectors_model import VectorsModel
 from .views import TILE_NAMES, HeatMap, SweepPlot, VectorPlot
 
 BACKEND_CHOICES = ("sdpa_dense", "flex", "blocksparse")
-TIMING_COLUMNS = ("backend", "ms (median)", "spread", "TF/s dense", "TF/s block", "TF/s elem", "max err", "mask bytes", "vs dense", "vs flex", "% ideal")
+TIMING_COLUMNS = (
+    ("backend", "the attention backend"),
+    ("ms", "median time of the repeats (forward, including mask preparation)"),
+    ("spread", "(max - min) / median over the repeats"),
+    ("TF/s", "TFLOP/s counting the dense N_q x N_k work"),
+    ("TF/s blk", "TFLOP/s counting the tiles that are not skipped"),
+    ("TF/s elem", "TFLOP/s counting visible elements only"),
+    ("max err", "max abs error against float64, on sampled query rows"),
+    ("mask mem", "memory of this backend's mask: dense bool, Flex BlockMask, or FlashMask vectors + min/max"),
+    ("×dense", "speed-up over SDPA with a dense mask"),
+    ("×flex", "speed-up over compiled FlexAttention"),
+    ("% ideal", "speed-up over this backend's own full-mask time, as % of 1 / (1 - rho)"),
+)
 EXPORTS = (
     ("npy", "Vectors (.npy)…", "mask.flashmask.npy", "NumPy array (*.npy)"),
     ("json", "Vectors (.json)…", "mask.flashmask.json", "JSON (*.json)"),
@@ -130,7 +142,10 @@ class AttentionPanel(MethodPanel):
         top.setSizes([520, 420])
 
         self.timing_table = QTableWidget(0, len(TIMING_COLUMNS))
-        self.timing_table.setHorizontalHeaderLabels(TIMING_COLUMNS)
+        for i, (label, tip) in enumerate(TIMING_COLUMNS):
+            header = QTableWidgetItem(label)
+            header.setToolTip(tip)
+            self.timing_table.setHorizontalHeaderItem(i, header)
         self.timing_table.verticalHeader().hide()
         self.timing_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.timing_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -146,7 +161,7 @@ class AttentionPanel(MethodPanel):
         bottom = QSplitter(Qt.Orientation.Horizontal)
         bottom.addWidget(timing)
         bottom.addWidget(self.sweep_plot)
-        bottom.setSizes([560, 380])
+        bottom.setSizes([640, 300])
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(top)
         right.addWidget(bottom)

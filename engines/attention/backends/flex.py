@@ -7,6 +7,7 @@ one compiled kernel. On the CPU Flex is inference-only (it refuses backward).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -14,7 +15,7 @@ import torch
 
 from engines.core import EngineError
 
-from ..blocks import MASKED, PARTIAL, UNMASKED, classify
+from ..blocks import PARTIAL, UNMASKED, classify
 from ..representation import FlashMask
 
 BLOCK = 128  # FlexAttention's default (and only well-trodden) block size
@@ -41,7 +42,6 @@ def block_mask(mask: FlashMask, heads: int, device: torch.device | str = "cpu"):
 
     layout = classify(mask, BLOCK, BLOCK)
     kinds = np.broadcast_to(layout.kinds, (mask.batch, heads) + layout.kinds.shape[2:])
-    assert MASKED not in (UNMASKED, PARTIAL)
     kv_num, kv_idx = _indices(kinds, PARTIAL)
     full_num, full_idx = _indices(kinds, UNMASKED)
     iv = mask.intervals()
@@ -75,13 +75,5 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask
     if q.device.type == "cpu" and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         raise EngineError("FlexAttention on the CPU is inference-only: use blocksparse or reference for gradients")
     bm = block_mask(mask, q.shape[1], q.device) if bm is None else bm
-    with torch.no_grad() if q.device.type == "cpu" else _nullcontext():
+    with torch.no_grad() if q.device.type == "cpu" else contextlib.nullcontext():
         return compiled_flex()(q, k, v, block_mask=bm)
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -40,14 +40,19 @@ def test_key_ranges_merge_exactly_and_masked_rows_drop_out() -> None:
     assert (out.double() - ref_out).abs().max() < 1e-5 and (lse.double() - ref_lse).abs().max() < 1e-4
 
 
-def test_merging_into_untouched_rows_copies_and_causal_mode_is_top_left() -> None:
+def test_merging_into_untouched_rows_takes_the_piece_and_strided_views_work() -> None:
     torch.manual_seed(3)
-    q, k, v = (torch.randn(1, 1, 6, 8) for _ in range(3))
-    acc, lse = torch.zeros(1, 1, 6, 8), torch.full((1, 1, 6), float("-inf"))
-    out, part = flash_forward(q, k, v, None, True)
-    merge_into(acc, lse, out, part)
-    ref_out, ref_lse = _dense(q, k, v, torch.triu(torch.full((6, 6), float("-inf")), 1))
-    assert (acc.double() - ref_out).abs().max() < 1e-6 and (lse.double() - ref_lse).abs().max() < 1e-5
+    q, k, v = (torch.randn(1, 1, 12, 8) for _ in range(3))
+    acc, lse = torch.zeros(1, 1, 12, 8), torch.full((1, 1, 12), float("-inf"))
+    band = q[0].as_strided((3, 1, 4, 8), (32, 96, 8, 1))  # rows 0-3, 4-7, 8-11 as a batch of three
+    keys = k[0].as_strided((3, 1, 4, 8), (32, 96, 8, 1))
+    values = v[0].as_strided((3, 1, 4, 8), (32, 96, 8, 1))
+    out, part = flash_forward(band, keys, values)
+    merge_into(acc.view(3, 1, 4, 8), lse.view(3, 1, 4), out, part)
+    for i in range(3):  # block-diagonal attention: each band of rows sees its own four keys
+        rows = slice(4 * i, 4 * i + 4)
+        ref_out, ref_lse = _dense(q[:, :, rows], k[:, :, rows], v[:, :, rows])
+        assert (acc[:, :, rows].double() - ref_out).abs().max() < 1e-6 and (lse[:, :, rows].double() - ref_lse).abs().max() < 1e-5
 
 
 def test_backward_of_key_and_query_pieces_sums_to_the_whole() -> None:
