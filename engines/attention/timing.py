@@ -23,6 +23,7 @@ from .representation import FlashMask, full_mask
 CPU_BACKENDS = ("sdpa_dense", "flex", "blocksparse")
 ERROR_ROWS = 256  # query rows sampled for the error against the float64 reference
 NOISY_SPREAD = 0.15
+MAX_TENSOR_BYTES = 2 << 30
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,12 @@ def time_cases(
     n_q, n_k = cases[0][2].n_q, cases[0][2].n_k
     if any((m.n_q, m.n_k) != (n_q, n_k) for _, _, m in cases):
         raise EngineError("all masks of one timing run need the same N_q and N_k")
+    tensor_bytes = 4 * settings.batch * settings.heads * (2 * n_q + 2 * n_k) * settings.dim  # q, out, k, v in fp32
+    if tensor_bytes > MAX_TENSOR_BYTES:
+        raise EngineError(
+            f"timing at N_q={n_q}, N_k={n_k} with {settings.heads} heads of dim {settings.dim} needs "
+            f"{tensor_bytes / 2**30:.1f} GiB of q/k/v/out; lower N, heads or dim"
+        )
     todo = [_Case(name, params, mask) for name, params, mask in cases]
     full = next((c for c in todo if c.name == "full"), None)
     extra_full = full is None  # timed for the speed-up over the full mask, not reported as a case

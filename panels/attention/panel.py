@@ -44,6 +44,8 @@ from .vectors_model import VectorsModel
 from .views import TILE_NAMES, HeatMap, SweepPlot, VectorPlot
 
 BACKEND_CHOICES = ("sdpa_dense", "flex", "blocksparse")
+MAX_SESSION_INTS = 1 << 18  # custom vectors larger than this are not written into session files
+LIVE_TIMING_MAX_N = 16384  # beyond this an edit does not start a timing by itself (use Time now)
 TIMING_COLUMNS = (
     ("backend", "the attention backend"),
     ("ms", "median time of the repeats (forward, including mask preparation)"),
@@ -410,7 +412,10 @@ class AttentionPanel(MethodPanel):
         if view.mask.batch * view.mask.heads > 1:
             self.show_info("This mask has several batches/heads: the table, plots and painting show batch 0, head 0.")
         if self.live.isChecked():
-            self.timing_timer.start()
+            if max(view.mask.n_q, view.mask.n_k) <= LIVE_TIMING_MAX_N:
+                self.timing_timer.start()
+            else:
+                self.timing_status.setText(f"live timing stops at N={LIVE_TIMING_MAX_N}: press Time now")
         self.stateChanged.emit()
 
     def _redraw(self) -> None:
@@ -640,7 +645,7 @@ class AttentionPanel(MethodPanel):
                 "live": self.live.isChecked(), "sweep": self.with_sweep.isChecked(),
             },
         }
-        if self.source == "vectors" and self.custom_vectors is not None:
+        if self.source == "vectors" and self.custom_vectors is not None and np.asarray(self.custom_vectors).size <= MAX_SESSION_INTS:
             state["vectors"] = {"indices": np.asarray(self.custom_vectors).tolist(), "causal": self.custom_causal, "n_q": self._custom_n_q}
         if self.source == "dense" and self.painted is not None:
             state["painted"] = self.painted.astype(int).tolist()

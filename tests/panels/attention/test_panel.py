@@ -125,12 +125,14 @@ def test_painting_by_mouse_on_the_heat_map(qapp, qtbot, panel) -> None:
 
 
 def test_huge_n_is_drawn_downsampled_without_painting(qapp, panel) -> None:
+    panel.live.setChecked(True)
     panel.n.setValue(1_000_000)
     panel.preset.setCurrentIndex(panel.preset.findData("causal"))
     assert _analysed(qapp, panel, 60)
     assert panel.view.mask.n_q == 1_000_000
     assert panel.view.image.shape == (512, 512) and panel.view.dense is None
     assert not panel.paint_mode.isEnabled()
+    assert "live timing stops at N=16384" in panel.timing_status.text() and not panel.timing_timer.isActive()
 
 
 def test_compose_intersection(qapp, panel) -> None:
