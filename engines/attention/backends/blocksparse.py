@@ -37,6 +37,7 @@ BLOCK_Q = 128
 BLOCK_K = 128
 GROUP_LEVELS = (8, 4, 2)  # query tiles merged for shared unmasked key blocks, largest first
 MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOCK_Q x 2048
+LEAF_SPLIT = 2  # leaves are this many times shorter (and their key blocks narrower) than tiles
 MAX_BATCH = 16  # tiles of a diagonal band per batched call (smaller batches balance the workers)
 
 FREE, MASKED_RUN = "free", "masked"
@@ -90,7 +91,7 @@ def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int 
     """Tasks for ``heads`` query heads; shared-mask heads are cut into ``workers`` chunks so that
     even a single tall call keeps every worker busy."""
     layout = classify(mask, block_q, block_k)
-    split = 2 if block_q % 2 == 0 and block_k % 2 == 0 else 1  # leaves are 1/split of a tile high
+    split = LEAF_SPLIT if block_q % LEAF_SPLIT == 0 and block_k % LEAF_SPLIT == 0 else 1  # leaves: 1/split of a tile high
     fine = classify(mask, block_q // split, block_k // split)
     if mask.heads == 1 or bool((mask.indices == mask.indices[:, :1]).all()):
         cuts = np.linspace(0, heads, min(heads, max(1, workers)) + 1).round().astype(int)
