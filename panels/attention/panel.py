@@ -45,6 +45,7 @@ from .views import TILE_NAMES, HeatMap, SweepPlot, VectorPlot
 
 BACKEND_CHOICES = ("sdpa_dense", "flex", "blocksparse")
 MAX_SESSION_INTS = 1 << 18  # custom vectors larger than this are not written into session files
+FIRST_VIEW_DELAY_MS = 1000
 LIVE_TIMING_MAX_N = 16384  # beyond this an edit does not start a timing by itself (use Time now)
 TIMING_COLUMNS = (
     ("backend", "the attention backend"),
@@ -105,7 +106,9 @@ class AttentionPanel(MethodPanel):
         self.timing_timer = _single_shot(self, 800, self.start_timing)
         self._build_ui()
         self._set_preset("causal_document")
-        QTimer.singleShot(0, self.request_analysis)
+        # The first view is computed a moment after the panel is first shown, not when it is built:
+        # building every dock (session restore, tests) then starts no work.
+        self.first_view_timer = _single_shot(self, FIRST_VIEW_DELAY_MS, self._first_view)
 
     # UI --------------------------------------------------------------------------------------
     def _build_ui(self) -> None:
@@ -293,6 +296,19 @@ class AttentionPanel(MethodPanel):
             grid.addWidget(value, row, 1)
             self.readouts[key] = value
         return box
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.view is None and self.last_request is None and not self.analysis.busy:
+            self.first_view_timer.start()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self.first_view_timer.stop()
+
+    def _first_view(self) -> None:
+        if self.isVisible() and self.view is None and not self.analysis.busy:
+            self.request_analysis()
 
     # Parameters ------------------------------------------------------------------------------
     def _set_preset(self, name: str) -> None:
@@ -693,7 +709,7 @@ class AttentionPanel(MethodPanel):
         self.request_analysis()
 
     def shutdown(self) -> None:
-        for timer in (self.analysis_timer, self.timing_timer):
+        for timer in (self.first_view_timer, self.analysis_timer, self.timing_timer):
             timer.stop()
         self.analysis.cancel()
         self.exporter.cancel()
