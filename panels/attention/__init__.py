@@ -1,15 +1,11 @@
-"""The attention panel (placeholder until issue #3 lands)."""
-from panels.placeholder import placeholder_panel
+"""The attention panel: FlashMask mask designer with live kernel timing (issue #3)."""
+from __future__ import annotations
 
-TITLE = 'Attention masks (FlashMask)'
-
-Panel = placeholder_panel(
-    'attention',
-    TITLE,
-    "Design attention masks in FlashMask's column-wise interval representation, see the tile sparsity and time real kernels live.",
-    issue=3,
-)
+TITLE = "Attention masks (FlashMask)"
+FILE_SUFFIXES = (".flashmask.json", ".flashmask.npy")
 
 
 def create_panel(ctx):
-    return Panel(ctx)
+    from .panel import AttentionPanel
+
+    return AttentionPanel(ctx)

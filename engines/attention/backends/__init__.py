@@ -1,0 +1,1 @@
+"""Attention backends behind ``engines.attention.flashmask_attention`` (each imports torch)."""

@@ -1,0 +1,317 @@
+"""Our CPU FlashMask: tile skipping plus PyTorch's fused flash kernel on what remains.
+
+The tiles (128 x 128 by default) are classified from the per-block min/max vectors
+(``blocks.py``). Fully masked tiles are skipped: their K/V are never read. The rest become calls
+of the fused CPU flash kernel (``cpu_flash.py``), merged exactly through their log-sum-exps:
+
+* unmasked key blocks that an aligned group of 2, 4 or 8 query tiles shares run once for the
+  whole group with no mask: tall calls keep the fused kernel in its efficient regime;
+* what each tile still needs (its partial blocks and leftover unmasked ones) runs as half-height
+  leaves that drop the half-blocks they cannot see, with a small additive mask built from the
+  vectors for that piece only (pieces with the same pattern share one);
+* leaves that are the same call shifted by a constant step (a diagonal band) are batched into one
+  call through strided views.
+
+Memory: the vectors, the plan and one piece mask per call, never N². All calls go through
+single-threaded workers fed largest first from one queue (``workers.py``) and fold their rows in
+under a lock, so a busy machine costs no OpenMP barrier per call. Backward replays the plan with
+the fused backward op, which, given the merged output and log-sum-exp, returns each piece's
+exact share of dQ, dK and dV.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from engines.core import EngineError
+
+from ..blocks import MASKED, PARTIAL, UNMASKED, classify
+from ..cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
+from ..representation import FlashMask
+from ..workers import run_items, worker_count
+
+BLOCK_Q = 128
+BLOCK_K = 128
+GROUP_LEVELS = (8, 4, 2)  # query tiles merged for shared unmasked key blocks, largest first
+MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOCK_Q x 2048
+LEAF_SPLIT = 2  # leaves are this many times shorter (and their key blocks narrower) than tiles
+MAX_BATCH = 16  # tiles of a diagonal band per batched call (smaller batches balance the workers)
+
+FREE, MASKED_RUN = "free", "masked"
+
+
+@dataclass(frozen=True)
+class Run:
+    """Key columns [c0, c1) that one task's query rows attend to, and how they are masked."""
+
+    c0: int
+    c1: int
+    kind: str  # FREE: no mask at all; MASKED_RUN: an additive mask for this piece
+
+
+@dataclass(frozen=True)
+class Task:
+    """One call of the fused kernel: query rows [r0, r1) of a group against its runs, repeated
+    ``count`` times, each copy shifted down and right by ``stride`` rows and columns (>= height).
+
+    ``count`` > 1 batches the tiles of a diagonal band (same shape, same mask pattern relative to
+    their corner) into one call through strided views: one call instead of dozens."""
+
+    group: int
+    r0: int
+    r1: int
+    runs: tuple[Run, ...]
+    count: int = 1
+    stride: int = 0
+
+    @property
+    def cost(self) -> int:
+        return self.count * (self.r1 - self.r0) * sum(run.c1 - run.c0 for run in self.runs)
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """Every task, largest first; tasks of one group may share query rows (they merge under a lock)."""
+
+    groups: list[tuple[int, slice, int]]  # (batch, query-head slice, mask head)
+    tasks: list[Task]
+    block_q: int
+    mask: FlashMask
+    lts: torch.Tensor  # int64 [B, Hm, N_k] normalised intervals, for the partial-tile masks
+    lte: torch.Tensor
+    uts: torch.Tensor
+    ute: torch.Tensor
+    biases: dict = field(default_factory=dict)  # tile masks shared by tiles with one pattern
+
+
+def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, workers: int = 1) -> Plan:
+    """Tasks for ``heads`` query heads; shared-mask heads are cut into ``workers`` chunks so that
+    even a single tall call keeps every worker busy."""
+    layout = classify(mask, block_q, block_k)
+    split = LEAF_SPLIT if block_q % LEAF_SPLIT == 0 and block_k % LEAF_SPLIT == 0 else 1  # leaves: 1/split of a tile high
+    fine = classify(mask, block_q // split, block_k // split)
+    if mask.heads == 1 or bool((mask.indices == mask.indices[:, :1]).all()):
+        cuts = np.linspace(0, heads, min(heads, max(1, workers)) + 1).round().astype(int)
+        groups = [(b, slice(int(h0), int(h1)), 0) for b in range(mask.batch) for h0, h1 in zip(cuts[:-1], cuts[1:])]
+    else:
+        groups = [(b, slice(h, h + 1), h) for b in range(mask.batch) for h in range(mask.heads)]
+    rows, cols = layout.row_edges, layout.col_edges
+    n_tiles = len(rows) - 1
+    iv = mask.intervals()
+    levels: list[list[Task]] = [[] for _ in range(len(GROUP_LEVELS) + 1)]
+    for g, (b, _, hm) in enumerate(groups):
+        kinds = layout.kinds[b, hm]
+        free = kinds == UNMASKED  # unmasked blocks not yet given to a task
+        for level, size in enumerate(GROUP_LEVELS):
+            for t0 in range(0, n_tiles - size + 1, size):
+                shared = free[t0 : t0 + size].all(axis=0)
+                if shared.any():
+                    free[t0 : t0 + size] &= ~shared
+                    runs = tuple(Run(int(cols[s]), int(cols[e]), FREE) for s, e in _spans(shared))
+                    levels[level].append(Task(g, int(rows[t0]), int(rows[t0 + size]), runs))
+        leaves = []
+        fine_kinds = fine.kinds[b, hm]
+        fine_rows, fine_cols = fine.row_edges, fine.col_edges
+        for t in range(n_tiles):
+            # What this tile still needs (unclaimed unmasked blocks and its partial blocks), at
+            # half the tile size: each half-height leaf drops the half-blocks it cannot see.
+            needed = np.repeat(free[t] | (kinds[t] == PARTIAL), split)[: fine_kinds.shape[1]]
+            for tf in range(split * t, min(split * t + split, fine_kinds.shape[0])):
+                r0, r1 = int(fine_rows[tf]), int(fine_rows[tf + 1])
+                keep = needed & (fine_kinds[tf] != MASKED)
+                partial = keep & (fine_kinds[tf] == PARTIAL)
+                runs = []
+                for s, e in _spans(keep):  # one call per contiguous span: fewer merges
+                    c0, c1 = int(fine_cols[s]), int(fine_cols[e])
+                    if not partial[s:e].any():
+                        runs.append(Run(c0, c1, FREE))
+                    else:
+                        runs.extend(Run(a, min(a + MAX_MASKED_COLS, c1), MASKED_RUN) for a in range(c0, c1, MAX_MASKED_COLS))
+                if runs:
+                    leaves.append(Task(g, r0, r1, tuple(runs)))
+        levels[-1].extend(_batch_band(leaves, iv, b, hm, mask))
+    tasks = [task for level in levels for task in level]
+    tasks.sort(key=lambda task: -task.cost)  # LPT: the workers finish together
+    return Plan(groups, tasks, block_q, mask, *(torch.from_numpy(x) for x in (iv.lts, iv.lte, iv.uts, iv.ute)))
+
+
+def _batch_band(leaves: list[Task], iv, b: int, hm: int, mask: FlashMask) -> list[Task]:
+    """Fold leaf tiles whose calls are the same call shifted by a constant step into one task.
+
+    Leaves are bucketed by their call relative to the tile corner; each bucket's tiles (in row
+    order) are chained while the step between them stays the same."""
+    buckets: dict[tuple, list[Task]] = {}
+    for task in leaves:
+        buckets.setdefault(_signature(task, iv, b, hm, mask), []).append(task)
+    out: list[Task] = []
+    for tasks in buckets.values():
+        chain = [tasks[0]]
+        for task in tasks[1:]:
+            step = task.r0 - chain[-1].r0
+            if len(chain) < MAX_BATCH and step >= task.r1 - task.r0 and (len(chain) == 1 or step == chain[1].r0 - chain[0].r0):
+                chain.append(task)
+            else:
+                out.append(_fold(chain))
+                chain = [task]
+        out.append(_fold(chain))
+    return out
+
+
+def _fold(chain: list[Task]) -> Task:
+    first = chain[0]
+    if len(chain) == 1:
+        return first
+    return Task(first.group, first.r0, first.r1, first.runs, len(chain), chain[1].r0 - first.r0)
+
+
+def _signature(task: Task, iv, b: int, hm: int, mask: FlashMask) -> tuple:
+    """What a leaf call looks like relative to its tile corner, masks included."""
+    height = task.r1 - task.r0
+    parts: list = [height]
+    for run in task.runs:
+        parts.append((run.c0 - task.r0, run.c1 - task.r0, run.kind))
+        if run.kind == MASKED_RUN:
+            cols = slice(run.c0, run.c1)
+            rel = [np.clip(x[b, hm, cols] - task.r0, 0, height) for x in (iv.lts, iv.lte, iv.uts, iv.ute)]
+            parts.append(b"".join(x.tobytes() for x in rel))
+    return tuple(parts)
+
+
+def _spans(flags: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of every run of True."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flags.astype(np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+
+
+def _bias(plan: Plan, b: int, hm: int, r0: int, r1: int, run: Run, dtype: torch.dtype) -> torch.Tensor:
+    """Additive mask of one masked run: 0 where visible, a huge negative where hidden.
+
+    Tiles with the same pattern relative to their corner (every diagonal tile of a sliding window,
+    say) share one tensor: the key is the intervals clipped to the tile, relative to its rows."""
+    cols = slice(run.c0, run.c1)
+    height = r1 - r0
+    rel = [torch.clamp(x[b, hm, cols] - r0, 0, height) for x in (plan.lts, plan.lte, plan.uts, plan.ute)]
+    shift = min(max(run.c0 - r0 - plan.mask.offset, -(run.c1 - run.c0)), height) if plan.mask.causal else None
+    key = (height, run.c1 - run.c0, shift, dtype, b"".join(x.numpy().tobytes() for x in rel))
+    cached = plan.biases.get(key)
+    if cached is not None:
+        return cached
+    i = torch.arange(height)[:, None]
+    hidden = ((i >= rel[0]) & (i < rel[1])) | ((i >= rel[2]) & (i < rel[3]))
+    if shift is not None:
+        hidden |= torch.arange(run.c1 - run.c0)[None, :] + shift > i
+    bias = torch.where(hidden, masked_value(dtype), 0.0).to(dtype)
+    plan.biases[key] = bias
+    return bias
+
+
+def _band(x: torch.Tensor, b: int, heads: slice, start: int, length: int, task: Task) -> torch.Tensor:
+    """``x[b, heads, start:start+length]`` as ``[count, heads, length, ...]``, copy i shifted by i * stride."""
+    base = x[b, heads]  # [H', N, (D)]
+    if task.count == 1:
+        return base[:, start : start + length].unsqueeze(0)
+    size = (task.count, base.shape[0], length) + tuple(base.shape[2:])
+    strides = (task.stride * base.stride(1),) + tuple(base.stride())
+    return base.as_strided(size, strides, base.storage_offset() + start * base.stride(1))
+
+
+def _call(plan: Plan, task: Task, run: Run, q, k, v, dtype):
+    """Arguments of the fused op for one run: (q rows, k cols, v cols, additive mask or None)."""
+    b, heads, hm = plan.groups[task.group]
+    bias = _bias(plan, b, hm, task.r0, task.r1, run, dtype) if run.kind == MASKED_RUN else None
+    height, width = task.r1 - task.r0, run.c1 - run.c0
+    return (
+        _band(q, b, heads, task.r0, height, task),
+        _band(k, b, heads, run.c0, width, task),
+        _band(v, b, heads, run.c0, width, task),
+        bias,
+    )
+
+
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, torch.Tensor]:
+    """Output [B, H, N_q, D] and log-sum-exp [B, H, N_q] (-inf for rows that see no key).
+
+    All tasks run in one pool pass, largest first (no barrier per level); each folds its result
+    into the output under its group's lock (the log-sum-exp merge does not care about order)."""
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    acc = torch.zeros(q.shape, dtype=torch.float32)
+    lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32)
+    locks = [threading.Lock() for _ in plan.groups]
+    written = [np.zeros(q.shape[2], dtype=bool) for _ in plan.groups]  # rows some task already wrote
+
+    @torch.no_grad()  # workers are fresh threads: grad mode is per thread
+    def run_task(task: Task) -> None:
+        b, heads, _ = plan.groups[task.group]
+        parts = [flash_forward(*_call(plan, task, run, q, k, v, q.dtype)) for run in task.runs]
+        out, part_lse = parts[0]
+        for more_out, more_lse in parts[1:]:
+            merge_into(out, part_lse, more_out, more_lse)
+        height = task.r1 - task.r0
+        rows = np.concatenate([np.arange(task.r0, task.r1) + i * task.stride for i in range(task.count)]) if task.count > 1 else slice(task.r0, task.r1)
+        acc_band, lse_band = _band(acc, b, heads, task.r0, height, task), _band(lse, b, heads, task.r0, height, task)
+        with locks[task.group]:
+            if written[task.group][rows].any():
+                merge_into(acc_band, lse_band, out, part_lse)
+            else:  # first write to these rows: a copy
+                acc_band.copy_(out)
+                lse_band.copy_(part_lse)
+            written[task.group][rows] = True
+
+    run_items(run_task, plan.tasks)
+    empty = lse < NO_KEY_LSE
+    if bool(empty.any()):
+        acc.masked_fill_(empty[..., None], 0.0)
+        lse.masked_fill_(empty, float("-inf"))
+    return acc.to(q.dtype), lse
+
+
+def backward(
+    grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor, plan: Plan
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q, k, v, out = q.contiguous(), k.contiguous(), v.contiguous(), out.contiguous()
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    grad_out = grad_out.contiguous()
+    # Rows that saw no key: +inf makes every probability exp(s - lse) vanish in the backward op.
+    lse = lse.masked_fill(torch.isneginf(lse), float("inf"))
+    for task in plan.tasks:  # serial: tasks share key columns, so dK/dV would race
+        b, heads, _ = plan.groups[task.group]
+        height = task.r1 - task.r0
+        g_rows, o_rows, l_rows = (_band(x, b, heads, task.r0, height, task) for x in (grad_out, out, lse))
+        for run in task.runs:
+            qt, kt, vt, bias = _call(plan, task, run, q, k, v, q.dtype)
+            gq, gk, gv = flash_backward(g_rows, qt, kt, vt, o_rows, l_rows, bias)
+            _band(dq, b, heads, task.r0, height, task).add_(gq)  # query bands never overlap
+            for i in range(task.count):  # key bands of a diagonal band may overlap: add one by one
+                cols = slice(run.c0 + i * task.stride, run.c1 + i * task.stride)
+                dk[b, heads, cols] += gk[i]
+                dv[b, heads, cols] += gv[i]
+    return dq, dk, dv
+
+
+class BlockSparseAttention(torch.autograd.Function):
+    """Autograd wrapper: forward keeps (out, lse); backward replays the plan with the fused op."""
+
+    @staticmethod
+    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> torch.Tensor:  # type: ignore[override]
+        out, lse = forward(q, k, v, plan)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.plan = plan
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = backward(grad_out, q, k, v, out, lse, ctx.plan)
+        return dq, dk, dv, None
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> torch.Tensor:
+    if q.device.type != "cpu":
+        raise EngineError("the blocksparse backend runs on the CPU; use the triton backend on a GPU")
+    plan = make_plan(mask, q.shape[1], block_q, block_k, worker_count())
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return BlockSparseAttention.apply(q, k, v, plan)
+    return forward(q, k, v, plan)[0]

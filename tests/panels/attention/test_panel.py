@@ -1,0 +1,215 @@
+"""The attention panel with pytest-qt: analysis, live timing, edits, painting, bad input, exports."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from tests.conftest import wait_until
+
+
+@pytest.fixture
+def panel(qtbot, panel_ctx, qapp):
+    from panels.attention import create_panel
+
+    p = create_panel(panel_ctx)
+    qtbot.addWidget(p)
+    p.resize(1300, 850)
+    p.show()
+    p.live.setChecked(False)  # tests start timings themselves
+    assert wait_until(qapp, lambda: p.view is not None and not p.analysis.busy, 30)
+    yield p
+    p.shutdown()
+    p.runner.cancel()
+    wait_until(qapp, lambda: not p.runner.busy and not p.analysis.busy and not p.exporter.busy, 30)
+
+
+def _analysed(qapp, panel, timeout: float = 30) -> bool:
+    return wait_until(qapp, lambda: not panel.analysis_timer.isActive() and not panel.analysis.busy, timeout)
+
+
+def test_default_view_readouts_and_heat_map(panel) -> None:
+    view = panel.view
+    assert view.name == "causal_document" and view.mask.n_q == 2048
+    assert panel.readouts["rho"].text().startswith(f"{view.stats.rho:.4f}")
+    assert "KiB" in panel.readouts["flashmask"].text() and "MiB" in panel.readouts["dense"].text()
+    assert panel.heatmap.image.image.shape == view.image.shape and panel.heatmap.overlay.isVisible()
+    assert panel.vectors.rowCount() == 2048 and panel.vectors.columnCount() == 1
+
+
+def test_run_default_times_and_sweeps(qapp, panel) -> None:
+    done = []
+    panel.runner.finished.connect(lambda r: done.append(r))
+    assert panel.run_default()
+    assert wait_until(qapp, lambda: done, 240), panel.message.text
+    report, sweep = done[0]
+    assert panel.timing_table.rowCount() == 2
+    assert {panel.timing_table.item(i, 0).text() for i in range(2)} == {"sdpa_dense", "blocksparse"}
+    assert float(panel.timing_table.item(0, 1).text()) > 0
+    assert "Timings" in panel.noise_note.text() and ("noisy" in panel.noise_note.text() or "steady" in panel.noise_note.text())
+    assert sweep is not None and len(sweep.points) >= 3 and panel.sweep_plot.listDataItems()
+
+
+def test_preset_and_parameter_edits_update_the_view(qapp, panel) -> None:
+    panel.preset.setCurrentIndex(panel.preset.findData("sliding_window"))
+    assert _analysed(qapp, panel)
+    assert panel.view.name == "sliding_window"
+    rho_before = panel.view.stats.rho
+    panel._param_widgets["window"].setValue(64)
+    assert _analysed(qapp, panel)
+    assert panel.view.params["window"] == 64 and panel.view.stats.rho > rho_before
+
+
+def test_bad_document_sizes_are_named(qapp, panel) -> None:
+    w = panel._param_widgets["docs"]
+    w.setText("1, -2")
+    w.editingFinished.emit()
+    assert wait_until(qapp, lambda: "docs" in panel.message.text, 10)
+    assert "positive sizes" in panel.message.text
+
+
+def test_table_edit_with_an_inverted_interval_names_the_column_and_reverts(qapp, panel) -> None:
+    panel.preset.setCurrentIndex(panel.preset.findData("qk_sparse"))
+    assert _analysed(qapp, panel)
+    before = panel.view.mask.indices.copy()
+    index = panel.vectors.index(600, 0)  # LTS of a column inside the dropped range
+    assert panel.vectors.setData(index, str(2047))  # LTS > LTE there
+    assert wait_until(qapp, lambda: "column 600" in panel.message.text, 10), panel.message.text
+    assert "LTS=2047 > LTE" in panel.message.text
+    assert _analysed(qapp, panel)
+    assert np.array_equal(panel.view.mask.indices, before) and panel.vectors.values[600, 0] == before[0, 0, 600, 0]
+
+
+def test_table_edit_out_of_range_and_not_a_number(qapp, panel) -> None:
+    assert panel.vectors.setData(panel.vectors.index(3, 0), "99999")
+    assert wait_until(qapp, lambda: "outside the rows 0..2048" in panel.message.text, 10)
+    assert not panel.vectors.setData(panel.vectors.index(3, 0), "abc")
+    assert "not a row index" in panel.message.text
+
+
+def test_valid_table_edit_becomes_a_custom_mask(qapp, panel) -> None:
+    assert panel.vectors.setData(panel.vectors.index(0, 0), "100")
+    assert wait_until(qapp, lambda: panel.view.name == "custom", 10)
+    assert panel.view.mask.indices[0, 0, 0, 0] == 100 and panel.preset.currentData() == "custom"
+
+
+def test_painting_small_masks_and_refusing_three_gaps(qapp, qtbot, panel) -> None:
+    panel.n.setValue(16)
+    panel.preset.setCurrentIndex(panel.preset.findData("full"))
+    assert _analysed(qapp, panel)
+    assert panel.paint_mode.isEnabled()
+    panel.paint_mode.setCurrentIndex(panel.paint_mode.findData("hide"))
+    for row in (2, 6, 10):  # three separate hidden cells in column 5: not representable
+        panel._on_paint(row, 5)
+    assert wait_until(qapp, lambda: "column 5 has 3 masked gaps" in panel.message.text, 10), panel.message.text
+    assert _analysed(qapp, panel)
+    assert panel.view.name == "full" and panel.painted is not None and panel.painted.all()
+    panel._on_paint(3, 7)
+    assert wait_until(qapp, lambda: panel.view.name == "painted", 10)
+    assert not panel.view.dense[3, 7] and panel.view.dense.sum() == 16 * 16 - 1
+
+
+def test_painting_by_mouse_on_the_heat_map(qapp, qtbot, panel) -> None:
+    panel.n.setValue(8)
+    panel.preset.setCurrentIndex(panel.preset.findData("full"))
+    assert _analysed(qapp, panel)
+    panel.paint_mode.setCurrentIndex(panel.paint_mode.findData("hide"))
+    vb = panel.heatmap.plot.vb
+    point = panel.heatmap.mapFromScene(vb.mapViewToScene(QPointF(2.5, 4.5)))  # column 2, row 4
+    qtbot.mouseClick(panel.heatmap.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert wait_until(qapp, lambda: panel.view.name == "painted", 10), panel.message.text
+    assert not panel.view.dense[4, 2]
+
+
+def test_huge_n_is_drawn_downsampled_without_painting(qapp, panel) -> None:
+    panel.live.setChecked(True)
+    panel.n.setValue(1_000_000)
+    panel.preset.setCurrentIndex(panel.preset.findData("causal"))
+    assert _analysed(qapp, panel, 60)
+    assert panel.view.mask.n_q == 1_000_000
+    assert panel.view.image.shape == (512, 512) and panel.view.dense is None
+    assert not panel.paint_mode.isEnabled()
+    assert "live timing stops at N=16384" in panel.timing_status.text() and not panel.timing_timer.isActive()
+
+
+def test_compose_intersection(qapp, panel) -> None:
+    panel.n.setValue(512)
+    panel.compose_with.setCurrentIndex(panel.compose_with.findData("sliding_window"))
+    panel.compose_on.setChecked(True)
+    assert _analysed(qapp, panel)
+    assert "∩" in panel.view.name and panel.view.mask.causal
+
+
+def test_exports_write_every_kind(qapp, panel, tmp_path: Path) -> None:
+    panel.n.setValue(256)
+    assert _analysed(qapp, panel)
+    done = []
+    panel.runner.finished.connect(lambda r: done.append(r))
+    panel.repeats.setValue(1)
+    panel.with_sweep.setChecked(False)
+    assert panel.start_timing()
+    assert wait_until(qapp, lambda: done, 120)
+    for kind, name in (("npy", "m.flashmask.npy"), ("json", "m.flashmask.json"), ("png", "m.png"), ("csv", "t.csv"), ("paddle", "p.py"), ("flex", "f.py")):
+        assert panel.export_to(kind, tmp_path / name)
+        assert wait_until(qapp, lambda: not panel.exporter.busy, 30)
+        assert (tmp_path / name).stat().st_size > 0, kind
+    assert json.loads((tmp_path / "m.flashmask.json").read_text())["n_q"] == 256
+    assert np.load(tmp_path / "m.flashmask.npy").shape == (1, 1, 256, 1)
+    assert (tmp_path / "t.csv").read_text().startswith("mask,rho")
+
+
+def test_csv_export_before_any_timing_says_so(panel, tmp_path: Path) -> None:
+    assert not panel.export_to("csv", tmp_path / "t.csv")
+    assert "Nothing timed yet" in panel.message.text
+
+
+def test_open_vectors_and_a_bad_file(qapp, panel, tmp_path: Path) -> None:
+    good = tmp_path / "doc.flashmask.npy"
+    np.save(good, np.array([[8, 0]] * 4 + [[8, 4]] * 4, dtype=np.int32))  # C=2: ambiguous
+    panel.open_path(good)
+    assert wait_until(qapp, lambda: "C=2 vectors" in panel.message.text, 10)
+    four = tmp_path / "four.flashmask.npy"
+    np.save(four, np.array([[8, 8, 0, 0]] * 8, dtype=np.int32))
+    panel.open_path(four)
+    assert wait_until(qapp, lambda: panel.view.name == "custom" and panel.view.mask.c == 4, 10), panel.message.text
+
+
+def test_state_round_trip(qapp, qtbot, panel_ctx, panel) -> None:
+    panel.preset.setCurrentIndex(panel.preset.findData("global_sliding"))
+    panel.n.setValue(4096)
+    panel.tile.setValue(64)
+    assert _analysed(qapp, panel)
+    state = json.loads(json.dumps(panel.state()))
+    from panels.attention import create_panel
+
+    other = create_panel(panel_ctx)
+    qtbot.addWidget(other)
+    other.live.setChecked(False)
+    other.restore(state)
+    assert wait_until(qapp, lambda: other.view is not None and other.view.name == "global_sliding" and not other.analysis.busy, 30)
+    assert other.view.mask.n_q == 4096 and other.view.stats.block_q == 64
+    assert other.state()["params"] == state["params"]
+    other.shutdown()
+
+
+def test_the_shipped_sample_opens(qapp, panel) -> None:
+    from engines.core import resource_path
+
+    panel.open_path(resource_path("attention", "samples", "prefix_document_512.flashmask.json"))
+    assert wait_until(qapp, lambda: panel.view.name == "custom" and panel.view.mask.n_q == 512, 10), panel.message.text
+    assert not panel.view.mask.causal and panel.view.mask.c == 2
+
+
+def test_dragging_a_document_boundary_edits_the_sizes(qapp, panel) -> None:
+    panel.n.setValue(1000)
+    assert _analysed(qapp, panel)
+    assert panel.view.boundaries == (250, 500, 750) and len(panel.heatmap._lines) == 3
+    line = panel.heatmap._lines[0]
+    line.setValue(100)
+    line.sigPositionChangeFinished.emit(line)
+    assert _analysed(qapp, panel)
+    assert panel._param_widgets["docs"].text() == "100, 400, 250, 250"
+    assert panel.view.boundaries == (100, 500, 750)
