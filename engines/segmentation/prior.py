@@ -63,6 +63,10 @@ class ObjectPrior(nn.Module):
         self.enc_fc = nn.Sequential(nn.ReLU(), nn.Linear(config.encoder[-1], 128), nn.ReLU())
         self.mu = nn.Linear(128, config.latent)
         self.logvar = nn.Linear(128, config.latent)
+        # Start with a nearly deterministic latent: with unit noise at the start the decoder learns
+        # to ignore z and the posterior collapses.
+        nn.init.constant_(self.logvar.bias, -8.0)
+        nn.init.normal_(self.logvar.weight, std=1e-3)
         h = config.decoder
         self.dec_xyz = nn.Linear(3, h, bias=False)
         self.dec_z = nn.Linear(config.latent, h)
@@ -87,10 +91,14 @@ class ObjectPrior(nn.Module):
         return rz @ ry @ rx
 
     # VAE -------------------------------------------------------------------------------------
-    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
-        """Canonicalise and encode a normalised crop: (mu, logvar, R, (yaw, pitch, roll))."""
+    def encode(self, x: torch.Tensor, rot: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+        """Canonicalise and encode a normalised crop: (mu, logvar, R, (yaw, pitch, roll)).
+
+        ``rot`` overrides the predicted rotation (training feeds the true pose part of the time).
+        """
         angles = self.pose(x)
-        rot = self.rotation(*angles).detach()  # the pose head learns from its own loss only
+        if rot is None:
+            rot = self.rotation(*angles).detach()  # the pose head learns from its own loss only
         feat = self.enc_fc(self.encoder(x @ rot))  # row vectors: p_canonical = R^T p
         return self.mu(feat), self.logvar(feat).clamp(-10, 4), rot, angles
 
@@ -99,9 +107,9 @@ class ObjectPrior(nn.Module):
         h = self.dec_xyz(q @ rot) + self.dec_z(z)[:, None, :]
         return self.dec(h).squeeze(-1)
 
-    def forward(self, x: torch.Tensor, q: torch.Tensor, sample: bool = True):
+    def forward(self, x: torch.Tensor, q: torch.Tensor, sample: bool = True, rot: torch.Tensor | None = None):
         """Training pass: (sdf at q, mu, logvar, (yaw, pitch, roll))."""
-        mu, logvar, rot, angles = self.encode(x)
+        mu, logvar, rot, angles = self.encode(x, rot)
         z = mu + torch.randn_like(mu) * (0.5 * logvar).exp() if sample else mu
         return self.decode(z, rot, q), mu, logvar, angles
 

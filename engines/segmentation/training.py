@@ -28,9 +28,10 @@ class TrainParams:
     inputs: int = 512
     queries: int = 1024
     lr: float = 1e-3
-    kl_weight: float = 1e-4
+    kl_weight: float = 2e-5
+    true_pose: float = 0.5  # share of samples canonicalised with the true pose (teacher forcing)
     pose_weight: float = 0.5
-    delta: float = 0.1  # errors above it are down-weighted
+    delta: float = 0.25  # errors above it are down-weighted (outliers from ambiguous clutter)
     pool: int = 768
     refresh: int = 2  # pool entries replaced per step
     save_every_s: float = 60.0
@@ -80,7 +81,14 @@ def losses(model, x, q, d, pose, sym, params: TrainParams) -> dict:
 
     from .prior import MAX_TILT
 
-    pred, mu, logvar, (yaw, pitch, roll) = model(x, q)
+    rot = None
+    if params.true_pose > 0:
+        with torch.no_grad():
+            pred_rot = model.rotation(*model.pose(x))
+            true_rot = model.rotation(pose[:, 0], pose[:, 1], pose[:, 2])
+            pick = (torch.rand(len(x)) < params.true_pose)[:, None, None]
+            rot = torch.where(pick, true_rot, pred_rot)
+    pred, mu, logvar, (yaw, pitch, roll) = model(x, q, rot=rot)
     err = (pred - d).abs()
     weight = (params.delta / err.clamp(min=1e-6)).clamp(max=1.0).detach()
     sdf = (weight * err).mean()

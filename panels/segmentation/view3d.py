@@ -1,0 +1,120 @@
+"""A pyqtgraph OpenGL view of one point cloud: opaque points, an agent cylinder, our own picking.
+
+pyqtgraph has no point picking and its GL items blend additively by default, so this view draws
+with the 'opaque' / 'translucent' GL options and reports clicks (press and release without a drag)
+for the engine to resolve against the projected points.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph.opengl as gl
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QImage, QVector3D
+
+
+class PointView(gl.GLViewWidget):
+    cameraChanged = Signal()
+    clicked = Signal(float, float)  # widget pixel position of a click (not a drag)
+
+    def __init__(self, title: str = "", parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName(f"pointView{title.replace(' ', '')}")
+        self.title = title
+        self.setBackgroundColor((24, 26, 30))
+        self.setMinimumSize(200, 160)
+        self.scatter = gl.GLScatterPlotItem(pos=np.zeros((1, 3)), color=(0, 0, 0, 0), size=3.0, pxMode=True)
+        self.scatter.setGLOptions("opaque")
+        self.addItem(self.scatter)
+        self.cylinder = gl.GLLinePlotItem(pos=np.zeros((2, 3)), color=(1.0, 0.85, 0.1, 1.0), width=2.0, mode="lines", antialias=True)
+        self.cylinder.setGLOptions("translucent")
+        self.cylinder.setVisible(False)
+        self.addItem(self.cylinder)
+        self.grid = gl.GLGridItem()
+        self.grid.setGLOptions("translucent")
+        self.grid.setColor((255, 255, 255, 30))
+        self.addItem(self.grid)
+        self._press: QPointF | None = None
+        self._syncing = False
+        self.positions = np.zeros((0, 3), np.float32)
+
+    # Content ---------------------------------------------------------------------------------
+    def set_points(self, positions: np.ndarray, colors: np.ndarray, size: float) -> None:
+        self.positions = positions
+        self.scatter.setData(pos=positions, color=colors, size=size)
+
+    def set_colors(self, colors: np.ndarray, positions: np.ndarray | None = None) -> None:
+        if positions is not None:
+            self.positions = positions
+            self.scatter.setData(pos=positions, color=colors)
+        else:
+            self.scatter.setData(color=colors)
+
+    def set_point_size(self, size: float) -> None:
+        self.scatter.setData(size=size)
+
+    def set_cylinder(self, lines: np.ndarray | None, found: bool = False) -> None:
+        if lines is None:
+            self.cylinder.setVisible(False)
+            return
+        color = (0.3, 1.0, 0.4, 1.0) if found else (1.0, 0.85, 0.1, 1.0)
+        self.cylinder.setData(pos=lines, color=color)
+        self.cylinder.setVisible(True)
+
+    def place_grid(self, center: tuple[float, float, float], extent: float, floor: float) -> None:
+        self.grid.resetTransform()
+        size = max(1.0, round(extent))
+        self.grid.setSize(size, size)
+        self.grid.setSpacing(max(0.25, size / 20), max(0.25, size / 20))
+        self.grid.translate(center[0], center[1], floor)
+
+    # Camera ----------------------------------------------------------------------------------
+    def set_camera(self, center: tuple[float, float, float], distance: float, elevation: float, azimuth: float) -> None:
+        self.setCameraPosition(pos=QVector3D(*center), distance=distance, elevation=elevation, azimuth=azimuth)
+        self.cameraChanged.emit()
+
+    def camera(self) -> dict:
+        c = self.opts["center"]
+        return {"center": (c.x(), c.y(), c.z()), "distance": self.opts["distance"], "elevation": self.opts["elevation"],
+                "azimuth": self.opts["azimuth"], "fov": self.opts["fov"]}
+
+    def follow(self, other: "PointView") -> None:
+        """Copy another view's camera without echoing the change back."""
+        if self._syncing:
+            return
+        self._syncing = True
+        cam = other.camera()
+        self.opts["fov"] = cam["fov"]
+        self.setCameraPosition(pos=QVector3D(*cam["center"]), distance=cam["distance"], elevation=cam["elevation"], azimuth=cam["azimuth"])
+        self._syncing = False
+
+    def mvp(self) -> np.ndarray:
+        """Projection @ view as a row-major 4x4 (points are column vectors)."""
+        viewport = (0, 0, self.width(), self.height())
+        m = self.projectionMatrix(viewport, viewport) * self.viewMatrix()
+        return np.array(m.copyDataTo(), dtype=np.float64).reshape(4, 4)
+
+    # Events ----------------------------------------------------------------------------------
+    def mousePressEvent(self, ev) -> None:
+        self._press = ev.position()
+        super().mousePressEvent(ev)
+
+    def mouseMoveEvent(self, ev) -> None:
+        super().mouseMoveEvent(ev)
+        if ev.buttons() != Qt.MouseButton.NoButton:
+            self.cameraChanged.emit()
+
+    def mouseReleaseEvent(self, ev) -> None:
+        super().mouseReleaseEvent(ev)
+        if self._press is not None and ev.button() == Qt.MouseButton.LeftButton:
+            d = ev.position() - self._press
+            if abs(d.x()) + abs(d.y()) <= 3:
+                self.clicked.emit(ev.position().x(), ev.position().y())
+        self._press = None
+
+    def wheelEvent(self, ev) -> None:
+        super().wheelEvent(ev)
+        self.cameraChanged.emit()
+
+    def image(self) -> QImage:
+        """The rendered frame (QWidget.grab of a QOpenGLWidget can miss GL content)."""
+        return self.grabFramebuffer()
