@@ -116,10 +116,10 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
             if len(idx) < params.min_crop_points:
                 cache[k] = (idx, None)
             else:
-                todo.append((k, idx))
+                todo.append((k, s, idx))
         if todo:
-            scores = score_crops(prior, [points[idx] for _, idx in todo], reward, rng)
-            for (k, idx), sc in zip(todo, scores):
+            scores = score_crops(prior, [points[idx] for _, _, idx in todo], reward, rng, axes=[s[:2] for _, s, _ in todo])
+            for (k, _, idx), sc in zip(todo, scores):
                 cache[k] = (idx, sc)
 
     def distance(state) -> float:

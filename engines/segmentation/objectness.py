@@ -13,11 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
+SURFACE_BAND = 0.09  # grid points this close to the decoded zero level are pulled onto it
+
+
 @dataclass(frozen=True)
 class RewardParams:
     mask_threshold: float = 0.02  # |SDF| <= it (normalised units) is on the object
     found_threshold: float = 0.12  # two-way distance (normalised) below it: object found
-    inputs: int = 512  # points fed to the encoder
+    inputs: int = 256  # points fed to the encoder (as in training)
     queries: int = 512  # crop points scored per step (all of them for final masks)
     grid: int = 8  # surface extraction grid per side
     surface_samples: int = 384  # mask points the decoded surface is compared with
@@ -44,14 +47,14 @@ class CropScore:
         return self.valid and self.distance <= params.found_threshold
 
 
-def _normalised_inputs(crops: list[np.ndarray], n: int, rng: np.random.Generator):
+def _normalised_inputs(crops: list[np.ndarray], n: int, rng: np.random.Generator, axes: list | None = None):
     import torch
 
     from .prior import normalise
 
     centers, scales, xs = [], [], []
-    for pts in crops:
-        c, s = normalise(pts)
+    for k, pts in enumerate(crops):
+        c, s = normalise(pts, None if axes is None else axes[k])
         idx = rng.choice(len(pts), n, replace=len(pts) < n)
         xs.append((pts[idx] - c) / s)
         centers.append(c)
@@ -71,32 +74,42 @@ def _padded(arrays: list[np.ndarray]):
     return torch.from_numpy(out), torch.from_numpy(valid)
 
 
-def _surface(prior, z, rot, grid: int):
-    """Points on each decoded surface: grid points near the zero level, pulled onto it (B, G^3, 3)."""
+def _surface(prior, z, rot, grid: int, iterations: int = 2):
+    """Points on each decoded surface: grid points near the zero level, pulled onto it (B, G^3, 3).
+
+    Returns the points and which of them started within the band where the learned distance is
+    reliable (it is trained up to 0.15, so only grid points below SURFACE_BAND are projected).
+    """
     import torch
 
     lin = torch.linspace(-0.6, 0.6, grid)
     g = torch.stack(torch.meshgrid(lin, lin, lin, indexing="ij"), -1).reshape(1, -1, 3).repeat(len(z), 1, 1)
-    cell = 1.2 / (grid - 1)
-    with torch.enable_grad():
-        g.requires_grad_(True)
-        d = prior.decode(z, rot, g)
-        (grad,) = torch.autograd.grad(d.sum(), g)
-    with torch.no_grad():
-        normal = grad / grad.norm(dim=-1, keepdim=True).clamp(min=1e-6)
-        pts = g.detach() - d.detach()[..., None] * normal
-        near = d.detach().abs() <= cell
-    return pts, near
+    near = None
+    for _ in range(iterations):
+        with torch.enable_grad():
+            g = g.detach().requires_grad_(True)
+            d = prior.decode(z, rot, g)
+            (grad,) = torch.autograd.grad(d.sum(), g)
+        with torch.no_grad():
+            if near is None:
+                near = d.abs() <= SURFACE_BAND
+            normal = grad / grad.norm(dim=-1, keepdim=True).clamp(min=1e-6)
+            g = g - d[..., None] * normal
+    return g.detach(), near
 
 
-def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.random.Generator, full: bool = False) -> list[CropScore]:
-    """The reward terms for each crop (points in metres); ``full`` scores every point of each crop."""
+def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.random.Generator, full: bool = False,
+                axes: list | None = None) -> list[CropScore]:
+    """The reward terms for each crop (points in metres, ``axes`` the cylinders' x, y).
+
+    ``full`` scores every point of each crop (final masks) instead of a sample.
+    """
     import torch
 
     if not crops:
         return []
     with torch.no_grad():
-        x, centers, scales = _normalised_inputs(crops, params.inputs, rng)
+        x, centers, scales = _normalised_inputs(crops, params.inputs, rng, axes)
         mu, _, rot, _ = prior.encode(x)
         scored = [np.arange(len(c)) if full or len(c) <= params.queries else np.sort(rng.choice(len(c), params.queries, replace=False)) for c in crops]
         q, qvalid = _padded([(c[s] - centers[i]) / scales[i] for i, (c, s) in enumerate(zip(crops, scored))])

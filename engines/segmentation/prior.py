@@ -1,13 +1,15 @@
 """Stage 1 of GrabS: the object prior (pose head, PointNet VAE encoder, MLP signed-distance decoder).
 
-Inputs are normalised crops (centre of the bounding box at the origin, largest side 1). The
-pose head predicts the yaw (with pitch and roll within ±15°) and the crop is rotated into the
+Inputs are normalised crops: as in GrabS, centred on the cylinder's axis (the middle of the
+points' height range), scaled so the crop fits the unit cube; the object the crop is about sits
+at the origin and clutter towards the sides. The pose head predicts the yaw (with pitch and roll within ±15°) and the crop is rotated into the
 canonical frame before encoding; queries are rotated the same way before decoding, so the
 decoder only ever sees upright, canonically turned objects.
 """
 from __future__ import annotations
 
 import math
+import pickle
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,10 +31,16 @@ class PriorConfig:
     decoder_layers: int = 4
 
 
-def normalise(points: np.ndarray) -> tuple[np.ndarray, float]:
-    """Centre (bounding-box middle) and scale (largest side) that map a crop into the unit cube."""
+def normalise(points: np.ndarray, axis: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Centre and scale mapping a crop into the unit cube, centred on a vertical axis.
+
+    ``axis`` is the cylinder's (x, y); without it, the middle of the points' bounding box.
+    """
     lo, hi = points.min(0), points.max(0)
-    return (lo + hi) / 2.0, float(max((hi - lo).max(), 1e-6))
+    xy = (lo[:2] + hi[:2]) / 2.0 if axis is None else np.asarray(axis, dtype=np.float64)[:2]
+    center = np.array([xy[0], xy[1], (lo[2] + hi[2]) / 2.0])
+    radial = float(np.abs(points[:, :2] - xy).max()) if len(points) else 0.0
+    return center, float(max(2.0 * radial, hi[2] - lo[2], 1e-6))
 
 
 class _PointNet(nn.Module):
@@ -138,7 +146,7 @@ def load_checkpoint(path: Path) -> tuple[ObjectPrior, dict]:
         config = PriorConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()})
         model = ObjectPrior(config)
         model.load_state_dict(payload["model"])
-    except (KeyError, TypeError, RuntimeError, ValueError, EOFError) as exc:
+    except (KeyError, TypeError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:
         raise EngineError(f"{path.name} is not a segmentation prior checkpoint ({type(exc).__name__})") from None
     model.eval()
     return model, payload

@@ -4,7 +4,8 @@ Each sample is one procedural object, posed (any yaw, pitch/roll within ±15°),
 from 1-4 viewpoints, with sensor noise, then cluttered as GrabS augments its object data:
 fragments of neighbouring objects inside a cylinder crop, leftover floor and wall patches,
 ball-shaped holes. The target is always the clean signed distance of the one object.
-Queries: 90% near surfaces (the object's jittered surface and the observed points), 10% uniform.
+Queries: 90% near surfaces (the object's surface jittered at three widths, and the observed
+points), 10% uniform in the normalised cube.
 """
 from __future__ import annotations
 
@@ -92,6 +93,7 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
         obj = punch_holes(obj, int(rng.integers(1, 3)), entry.radius * rng.uniform(0.1, 0.35), rng)
     parts = [obj]
     center = np.array([0.0, 0.0])
+    crop_c = center + rng.normal(0, 0.15, 2) * entry.radius  # the cylinder axis is near the object
     if clutter:
         n_nb = int(rng.choice(4, p=[0.25, 0.35, 0.25, 0.15]))
         for _ in range(n_nb):
@@ -100,7 +102,6 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
             dist = (entry.radius + nb.radius) * rng.uniform(0.5, 1.15)
             nb_pose = Pose(yaw=float(rng.uniform(-np.pi, np.pi)), translation=(dist * np.cos(ang), dist * np.sin(ang), 0.0))
             parts.append(_view(nb, nb_pose, density, rng))
-        crop_c = center + rng.normal(0, 0.15, 2) * entry.radius
         crop_r = entry.radius * rng.uniform(1.0, 1.9)
         if rng.random() < 0.3:  # floor left over by the plane removal
             n = int(density * np.pi * crop_r**2 * rng.uniform(0.02, 0.3))
@@ -119,13 +120,15 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
         pts = obj
     pts = add_noise(pts, float(rng.uniform(0.002, 0.01)), rng)
 
-    c, scale = normalise(pts)
+    c, scale = normalise(pts, crop_c)
     inputs = (pts[rng.choice(len(pts), n_in, replace=len(pts) < n_in)] - c) / scale
     n_uniform = n_q // 10
-    n_obs = min(len(pts), (n_q - n_uniform) // 3)
+    n_obs = min(len(pts), (n_q - n_uniform) // 2)
     n_surf = n_q - n_uniform - n_obs
     surf_world = pose.to_world(entry.surface[rng.integers(len(entry.surface), size=n_surf)])
-    sigma = np.where(rng.random(n_surf) < 0.5, 0.01, 0.05)[:, None] * scale
+    # Jitter: tight (the mask's precision), medium, and wide enough to pin the field down
+    # between the object and its clutter (no spurious zero level away from the surface).
+    sigma = rng.choice([0.01, 0.04, 0.12], size=n_surf)[:, None] * scale
     near = surf_world + rng.normal(size=(n_surf, 3)) * sigma
     obs = pts[rng.choice(len(pts), n_obs, replace=False)]
     uniform = rng.uniform(-0.55, 0.55, (n_uniform, 3)) * scale + c

@@ -1,9 +1,12 @@
 """`train-prior`: fit the object prior on procedural objects, resuming from its checkpoint.
 
-Loss (GrabS stage 1): L1 on the signed distance with large errors down-weighted (weight
-min(1, delta / error), so a confusing clutter point cannot dominate a batch), a small KL term
-on the VAE latent, and the pose head's loss (yaw up to the shape's symmetry, pitch and roll).
-The learning rate follows the wall-clock budget (flat, then a cosine decay over the last 40%).
+Loss (GrabS stage 1): L1 on the signed distance, truncated at 0.15 (normalised) so the small
+decoder spends itself near surfaces, with large errors down-weighted (weight min(1, delta /
+error), so a confusing clutter point cannot dominate a batch), a small KL term on the VAE
+latent, and the pose head's loss (yaw up to the shape's symmetry, pitch and roll).
+A curriculum starts on uncluttered objects (the first quarter of the budget), then adds GrabS's
+clutter to most samples. The learning rate follows the wall-clock budget (flat, then a cosine
+decay over the last 40%).
 """
 from __future__ import annotations
 
@@ -24,14 +27,17 @@ from .prior_data import ObjectPool, Sample, make_sample
 class TrainParams:
     minutes: float = 25.0
     seed: int = 0
-    batch: int = 32
-    inputs: int = 512
-    queries: int = 1024
-    lr: float = 1e-3
+    batch: int = 24
+    inputs: int = 256
+    queries: int = 512
+    lr: float = 2e-3
     kl_weight: float = 2e-5
     true_pose: float = 0.5  # share of samples canonicalised with the true pose (teacher forcing)
     pose_weight: float = 0.5
     delta: float = 0.25  # errors above it are down-weighted (outliers from ambiguous clutter)
+    truncation: float = 0.15  # distances are learned up to this (normalised); the far field is flat
+    clean_start: float = 0.25  # share of the budget trained on uncluttered objects first
+    clean_share: float = 0.2  # share of uncluttered objects afterwards
     pool: int = 768
     refresh: int = 2  # pool entries replaced per step
     save_every_s: float = 60.0
@@ -89,7 +95,8 @@ def losses(model, x, q, d, pose, sym, params: TrainParams) -> dict:
             pick = (torch.rand(len(x)) < params.true_pose)[:, None, None]
             rot = torch.where(pick, true_rot, pred_rot)
     pred, mu, logvar, (yaw, pitch, roll) = model(x, q, rot=rot)
-    err = (pred - d).abs()
+    t = params.truncation
+    err = (pred.clamp(-t, t) - d.clamp(-t, t)).abs()
     weight = (params.delta / err.clamp(min=1e-6)).clamp(max=1.0).detach()
     sdf = (weight * err).mean()
     kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)).mean()
@@ -98,10 +105,11 @@ def losses(model, x, q, d, pose, sym, params: TrainParams) -> dict:
     return {"total": total, "sdf": sdf, "kl": kl, "pose": pose_l, "l1": err.mean()}
 
 
-def validation_set(seed: int, n: int = 192) -> list[Sample]:
+def validation_set(seed: int, n: int = 192, inputs: int = 256, queries: int = 512) -> list[Sample]:
+    """Fixed held-out samples (their own seed), cluttered like the end of training."""
     rng = np.random.default_rng(seed + 10_007)
-    pool = ObjectPool(96, rng)
-    return [make_sample(pool, rng) for _ in range(n)]
+    pool = ObjectPool(min(96, max(4, n // 2)), rng)
+    return [make_sample(pool, rng, inputs, queries) for _ in range(n)]
 
 
 def validate(model, samples: list[Sample], mask_threshold: float = 0.02) -> dict[str, float]:
@@ -136,8 +144,11 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
     """Train for ``params.minutes`` more minutes, resuming from ``out`` when it exists."""
     import torch
 
+    from engines.core import configure_threads
+
     from .prior import ObjectPrior, PriorConfig, count_parameters, load_checkpoint, save_checkpoint
 
+    configure_threads()
     out = Path(out)
     state = {"step": 0, "elapsed_s": 0.0, "seed": params.seed, "history": []}
     model = ObjectPrior(PriorConfig())
@@ -155,7 +166,7 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
     rng = np.random.default_rng([params.seed, int(state["step"])])
     progress(0.0, "building the object pool")
     pool = ObjectPool(params.pool, rng)
-    val = validation_set(params.seed, params.val_size)
+    val = validation_set(params.seed, params.val_size, params.inputs, params.queries)
     budget = params.minutes * 60.0
     start_elapsed = float(state["elapsed_s"])
     total_planned = start_elapsed + budget
@@ -174,7 +185,8 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
             for g in optimizer.param_groups:
                 g["lr"] = params.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * decay)))
             pool.refresh(params.refresh)
-            samples = [make_sample(pool, rng, params.inputs, params.queries) for _ in range(params.batch)]
+            clutter = 0.0 if frac < params.clean_start else 1.0 - params.clean_share
+            samples = [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter)) for _ in range(params.batch)]
             parts = losses(model, *_batch(samples), params)
             optimizer.zero_grad(set_to_none=True)
             parts["total"].backward()
@@ -182,7 +194,7 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
             optimizer.step()
             state["step"] = int(state["step"]) + 1
             for k, v in parts.items():
-                running[k] = 0.98 * running.get(k, float(v)) + 0.02 * float(v)
+                running[k] = 0.98 * running.get(k, float(v.detach())) + 0.02 * float(v.detach())
             progress(spent / budget, f"step {state['step']}  L1 {running['l1']:.4f}  pose {running['pose']:.3f}")
             if time.monotonic() - last_save >= params.save_every_s:
                 state["elapsed_s"] = start_elapsed + time.monotonic() - t0

@@ -224,6 +224,19 @@ def cylinder_lines(x: float, y: float, r: float, z0: float, z1: float, segments:
     return np.concatenate(lines).astype(np.float32)
 
 
+def grid_lines(positions: np.ndarray, extent: float) -> np.ndarray:
+    """A floor grid under the points (line segment pairs), spaced at a round step."""
+    if len(positions) == 0:
+        return np.zeros((2, 3), np.float32)
+    lo, hi = positions.min(0), positions.max(0)
+    floor = float(np.quantile(positions[:, 2], 0.02))
+    step = max(0.25, float(10 ** np.floor(np.log10(max(extent, 1e-3) / 4))))
+    xs = np.arange(np.floor(lo[0] / step) * step, hi[0] + step, step)
+    ys = np.arange(np.floor(lo[1] / step) * step, hi[1] + step, step)
+    segs = [[(x, ys[0], floor), (x, ys[-1], floor)] for x in xs] + [[(xs[0], y, floor), (xs[-1], y, floor)] for y in ys]
+    return np.asarray(segs, np.float32).reshape(-1, 3)
+
+
 def camera_preset(name: str, center: tuple[float, float, float], extent: float) -> dict[str, float | tuple[float, float, float]]:
     """Camera (centre, distance, elevation, azimuth in degrees) for top / front / iso views of a box."""
     angles = {"top": (90.0, -90.0), "front": (5.0, -90.0), "iso": (35.0, -45.0)}

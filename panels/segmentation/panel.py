@@ -271,9 +271,11 @@ class SegmentationPanel(MethodPanel):
         if gt is not None:
             self.gt_view.set_points(scene.positions, gt, size)
         self._update_gt_box()
-        floor = float(np.quantile(scene.positions[:, 2], 0.02)) if n_drawn else 0.0
+        from engines.segmentation.viewer import grid_lines
+
+        grid = grid_lines(scene.positions, scene.extent)
         for v in (self.pred_view, self.gt_view):
-            v.place_grid(scene.center, scene.extent, floor)
+            v.set_grid(grid)
             v.set_cylinder(None)
         self.camera_preset("iso")
 

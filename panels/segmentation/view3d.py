@@ -9,7 +9,34 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph.opengl as gl
 from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QImage, QVector3D
+from PySide6.QtGui import QImage, QOpenGLContext, QVector3D
+
+
+class _SharedShader:
+    """Keep pyqtgraph's class-wide shader program per GL share group.
+
+    pyqtgraph compiles one program per item class and reuses it in every context; a second
+    window (a floated dock, a second panel) has its own context group, where that program id is
+    invalid (GL_INVALID_VALUE on glUseProgram). Swapping the cached id per group fixes it.
+    """
+
+    _base: type
+    _programs: dict = {}
+
+    def paint(self) -> None:
+        ctx = QOpenGLContext.currentContext()
+        key = (self._base, id(ctx.shareGroup()) if ctx is not None else 0)
+        self._base._shaderProgram = self._programs.get(key)
+        super().paint()
+        self._programs[key] = self._base._shaderProgram
+
+
+class _Scatter(_SharedShader, gl.GLScatterPlotItem):
+    _base = gl.GLScatterPlotItem
+
+
+class _Lines(_SharedShader, gl.GLLinePlotItem):
+    _base = gl.GLLinePlotItem
 
 
 class PointView(gl.GLViewWidget):
@@ -22,16 +49,15 @@ class PointView(gl.GLViewWidget):
         self.title = title
         self.setBackgroundColor((24, 26, 30))
         self.setMinimumSize(200, 160)
-        self.scatter = gl.GLScatterPlotItem(pos=np.zeros((1, 3)), color=(0, 0, 0, 0), size=3.0, pxMode=True)
+        self.scatter = _Scatter(pos=np.zeros((1, 3)), color=(0, 0, 0, 0), size=3.0, pxMode=True)
         self.scatter.setGLOptions("opaque")
         self.addItem(self.scatter)
-        self.cylinder = gl.GLLinePlotItem(pos=np.zeros((2, 3)), color=(1.0, 0.85, 0.1, 1.0), width=2.0, mode="lines", antialias=True)
+        self.cylinder = _Lines(pos=np.zeros((2, 3)), color=(1.0, 0.85, 0.1, 1.0), width=2.0, mode="lines", antialias=True)
         self.cylinder.setGLOptions("translucent")
         self.cylinder.setVisible(False)
         self.addItem(self.cylinder)
-        self.grid = gl.GLGridItem()
+        self.grid = _Lines(pos=np.zeros((2, 3)), color=(1.0, 1.0, 1.0, 0.12), width=1.0, mode="lines")
         self.grid.setGLOptions("translucent")
-        self.grid.setColor((255, 255, 255, 30))
         self.addItem(self.grid)
         self._press: QPointF | None = None
         self._syncing = False
@@ -60,12 +86,8 @@ class PointView(gl.GLViewWidget):
         self.cylinder.setData(pos=lines, color=color)
         self.cylinder.setVisible(True)
 
-    def place_grid(self, center: tuple[float, float, float], extent: float, floor: float) -> None:
-        self.grid.resetTransform()
-        size = max(1.0, round(extent))
-        self.grid.setSize(size, size)
-        self.grid.setSpacing(max(0.25, size / 20), max(0.25, size / 20))
-        self.grid.translate(center[0], center[1], floor)
+    def set_grid(self, lines: np.ndarray) -> None:
+        self.grid.setData(pos=lines)
 
     # Camera ----------------------------------------------------------------------------------
     def set_camera(self, center: tuple[float, float, float], distance: float, elevation: float, azimuth: float) -> None:

@@ -37,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--scenes", type=Path, required=True, help="folder of scene_NNN.ply written by 'scenes'")
     bench.add_argument("--limit", type=int, help="only the first N scenes")
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
+    bench.add_argument("--anchors", type=int, default=24, help="agent anchors per scene (default 24)")
 
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
@@ -79,8 +80,8 @@ def cmd_run(args: argparse.Namespace) -> None:
 
     if args.out.suffix.lower() not in (".ply", ".pcd", ".npz"):
         raise EngineError(f"--out {args.out.name}: use .ply (or .pcd / .npz) so that 'instance' and 'score' are kept")
+    cloud = read_cloud(args.scene)  # a bad file fails here, before torch is imported
     configure_threads()
-    cloud = read_cloud(args.scene)
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""))
     with cli_job(args, "run ") as (progress, cancel):
         result = segment(cloud, params, progress, cancel)
@@ -128,7 +129,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     if not args.scenes.is_dir():
         raise EngineError(f"{args.scenes} is not a folder of scenes")
     configure_threads()
-    params = _params(prior=str(args.prior or ""))
+    params = _params(prior=str(args.prior or ""), anchors=args.anchors)
     with cli_job(args, "bench ") as (progress, cancel):
         result = run_bench(args.scenes, params, limit=args.limit, progress=progress, cancel=cancel)
     output(args, result, result.pop("table"))
