@@ -19,12 +19,13 @@ from .objectness import CropScore, RewardParams, score_crops
 
 ACTIONS: tuple[str, ...] = ("stop", "+x", "-x", "+y", "-y", "shrink", "grow")
 FOUND_REWARD = 10.0
+RING = 0.1  # width of the band outside a cylinder checked for a cut object (m)
 STEP_REWARD = -1.0
 
 
 @dataclass(frozen=True)
 class AgentParams:
-    anchors: int = 24
+    anchors: int = 40
     start_radius: float = 1.5
     min_radius: float = 0.15
     max_radius: float = 1.5
@@ -80,6 +81,12 @@ class CylinderCrops:
         idx = np.asarray(self.tree.query_ball_point([x, y], r), dtype=np.int64)
         return np.sort(idx[self.low[idx]])
 
+    def ring(self, x: float, y: float, r: float, width: float = RING) -> np.ndarray:
+        """Indices of the points just outside the cylinder's wall (within ``width``)."""
+        outer = self.indices(x, y, r + width)
+        d = np.hypot(self.points[outer, 0] - x, self.points[outer, 1] - y)
+        return outer[d > r]
+
 
 def _successors(state: tuple[float, float, float], anchor: np.ndarray, p: AgentParams) -> list[tuple[str, tuple[float, float, float]]]:
     x, y, r = state
@@ -118,7 +125,8 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
             else:
                 todo.append((k, s, idx))
         if todo:
-            scores = score_crops(prior, [points[idx] for _, _, idx in todo], reward, rng, axes=[s[:2] for _, s, _ in todo])
+            rings = [points[crops.ring(*s)] for _, s, _ in todo]
+            scores = score_crops(prior, [points[idx] for _, _, idx in todo], reward, rng, axes=[s[:2] for _, s, _ in todo], rings=rings)
             for (k, _, idx), sc in zip(todo, scores):
                 cache[k] = (idx, sc)
 

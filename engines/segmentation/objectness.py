@@ -19,14 +19,16 @@ SURFACE_BAND = 0.09  # grid points this close to the decoded zero level are pull
 @dataclass(frozen=True)
 class RewardParams:
     mask_threshold: float = 0.02  # |SDF| <= it (normalised units) is on the object
-    found_threshold: float = 0.12  # two-way distance (normalised) below it: object found
+    found_threshold: float = 0.14  # two-way distance (normalised) below it: object found (GrabS: 0.10-0.14)
     inputs: int = 256  # points fed to the encoder (as in training)
     queries: int = 512  # crop points scored per step (all of them for final masks)
     grid: int = 8  # surface extraction grid per side
     surface_samples: int = 384  # mask points the decoded surface is compared with
     min_mask_points: int = 100
     min_radius: float = 0.15  # the mask's horizontal radius (m)
-    max_radius: float = 1.5
+    max_radius: float = 1.1
+    component: float = 0.1  # keep the mask's largest connected part (link distance, m); 0 = off
+    reject_cut: bool = True  # invalid if the masked object goes on past the cylinder's wall
 
     def __post_init__(self) -> None:
         if not 0 < self.mask_threshold < 0.5 or not 0 < self.found_threshold < 1.0:
@@ -98,11 +100,37 @@ def _surface(prior, z, rot, grid: int, iterations: int = 2):
     return g.detach(), near
 
 
+def _largest_part(pts: np.ndarray, link: float) -> np.ndarray:
+    """Indices of the largest connected part of a point set (points closer than ``link`` are linked)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    if len(pts) < 3:
+        return np.arange(len(pts))
+    pairs = cKDTree(pts).query_pairs(link, output_type="ndarray")
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(pts), len(pts)))
+    _, labels = connected_components(graph, directed=False)
+    return np.flatnonzero(labels == np.bincount(labels).argmax())
+
+
+def _continues_outside(mask_pts: np.ndarray, ring: np.ndarray, ring_sdf: np.ndarray, params: RewardParams, link: float) -> bool:
+    """True when points just outside the wall lie on the decoded object and touch the mask."""
+    from scipy.spatial import cKDTree
+
+    on_object = ring[ring_sdf <= params.mask_threshold]
+    if len(on_object) == 0 or len(mask_pts) == 0:
+        return False
+    d, _ = cKDTree(mask_pts).query(on_object, k=1, distance_upper_bound=link)
+    return int(np.isfinite(d).sum()) >= 3
+
+
 def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.random.Generator, full: bool = False,
-                axes: list | None = None) -> list[CropScore]:
+                axes: list | None = None, rings: list[np.ndarray] | None = None) -> list[CropScore]:
     """The reward terms for each crop (points in metres, ``axes`` the cylinders' x, y).
 
-    ``full`` scores every point of each crop (final masks) instead of a sample.
+    ``full`` scores every point of each crop (final masks) instead of a sample. ``rings`` are the
+    points just outside each cylinder, used to tell a whole object from one cut by the wall.
     """
     import torch
 
@@ -114,10 +142,18 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
         scored = [np.arange(len(c)) if full or len(c) <= params.queries else np.sort(rng.choice(len(c), params.queries, replace=False)) for c in crops]
         q, qvalid = _padded([(c[s] - centers[i]) / scales[i] for i, (c, s) in enumerate(zip(crops, scored))])
         sdf1 = prior.decode(mu, rot, q).abs().numpy()
+        ring_sdf = None
+        if rings is not None and params.reject_cut:
+            r, rvalid = _padded([(ring - centers[i]) / scales[i] for i, ring in enumerate(rings)])
+            ring_sdf = prior.decode(mu, rot, r).abs().numpy()
     qvalid = qvalid.numpy()
     masks, mask_pts, ok = [], [], []
     for i, c in enumerate(crops):
         m = np.flatnonzero((sdf1[i] <= params.mask_threshold) & qvalid[i])
+        # Links get longer when only a sample of the crop is scored (sparser points).
+        link = params.component * np.sqrt(len(c) / max(len(scored[i]), 1))
+        if params.component > 0 and len(m):
+            m = m[_largest_part(c[scored[i][m]], link)]
         pts = c[scored[i][m]]
         # Enough points (scaled to the share scored), a plausible footprint: GrabS's validity checks.
         need = params.min_mask_points * len(scored[i]) / max(len(c), 1)
@@ -125,6 +161,8 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
         if good:
             radius = np.linalg.norm(pts[:, :2] - pts[:, :2].mean(0), axis=1).max()
             good = params.min_radius <= radius <= params.max_radius
+        if good and ring_sdf is not None and len(rings[i]):
+            good = not _continues_outside(pts, rings[i], ring_sdf[i][: len(rings[i])], params, link)
         masks.append(m)
         mask_pts.append(pts)
         ok.append(good)

@@ -133,7 +133,8 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
     idxs = [crops.indices(c.x, c.y, c.radius) for c in candidates]
     live = [i for i, idx in enumerate(idxs) if len(idx) >= params.agent.min_crop_points]
     scores = score_crops(prior, [points[idxs[i]] for i in live], params.reward, rng, full=True,
-                         axes=[(candidates[i].x, candidates[i].y) for i in live])
+                         axes=[(candidates[i].x, candidates[i].y) for i in live],
+                         rings=[points[crops.ring(candidates[i].x, candidates[i].y, candidates[i].radius)] for i in live])
     masks, confs = [], []
     for i, sc in zip(live, scores):
         glob = idxs[i][sc.scored]

@@ -74,7 +74,7 @@ class SegmentationPanel(MethodPanel):
         self.anchors = QSpinBox()
         self.anchors.setObjectName("anchorsBox")
         self.anchors.setRange(1, 128)
-        self.anchors.setValue(24)
+        self.anchors.setValue(40)
         self.anchors.setToolTip("Anchors the agent starts from (farthest-point sampling)")
         self.run_button = QPushButton("Segment")
         self.run_button.setObjectName("runButton")
@@ -174,7 +174,7 @@ class SegmentationPanel(MethodPanel):
     def restore(self, state: dict[str, Any]) -> None:
         index = self.method.findData(state.get("method", "grabs"))
         self.method.setCurrentIndex(max(index, 0))
-        self.anchors.setValue(int(state.get("anchors", 24)))
+        self.anchors.setValue(int(state.get("anchors", 40)))
         for name, value in dict(state.get("thresholds", {})).items():
             if name in self.thresholds.SPECS:
                 self.thresholds.set_value(name, float(value), emit=False)

@@ -195,7 +195,7 @@ class ThresholdControls(QWidget):
     changed = Signal()
     SPECS = {  # name: (label, minimum, maximum, step, default, format)
         "mask_threshold": ("Mask |SDF| <=", 0.005, 0.08, 0.0025, 0.02, "{:.4f}"),
-        "found_threshold": ("Found if distance <=", 0.04, 0.30, 0.005, 0.12, "{:.3f}"),
+        "found_threshold": ("Found if distance <=", 0.04, 0.30, 0.005, 0.14, "{:.3f}"),
         "dedup_iou": ("Duplicate IoU >=", 0.30, 0.90, 0.05, 0.5, "{:.2f}"),
         "min_points": ("Min points", 20, 500, 10, 100, "{:.0f}"),
     }

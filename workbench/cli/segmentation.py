@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--summary", type=Path, help="also write the JSON summary to this file")
     run.add_argument("--scannet", type=Path, help="also write the ScanNet benchmark layout into this folder")
     run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
-    run.add_argument("--anchors", type=int, default=24, help="agent anchors (default 24)")
+    run.add_argument("--anchors", type=int, default=40, help="agent anchors (default 40)")
     run.add_argument("--seed", type=int, default=0)
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--scenes", type=Path, required=True, help="folder of scene_NNN.ply written by 'scenes'")
     bench.add_argument("--limit", type=int, help="only the first N scenes")
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
-    bench.add_argument("--anchors", type=int, default=24, help="agent anchors per scene (default 24)")
+    bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
 
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
