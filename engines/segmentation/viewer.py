@@ -243,7 +243,7 @@ def camera_preset(name: str, center: tuple[float, float, float], extent: float) 
     if name not in angles:
         raise ValueError(f"unknown camera preset {name!r}")
     elev, azim = angles[name]
-    return {"center": center, "distance": max(extent, 0.1) * 1.1, "elevation": elev, "azimuth": azim}
+    return {"center": center, "distance": max(extent, 0.1) * 0.85, "elevation": elev, "azimuth": azim}
 
 
 def fit_selection(positions: np.ndarray, mask: np.ndarray) -> tuple[tuple[float, float, float], float] | None:
