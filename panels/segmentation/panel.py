@@ -40,9 +40,11 @@ class SegmentationPanel(MethodPanel):
         self.hidden: set[int] = set()
         self.selected: int | None = None
         self._visible = np.zeros(0, bool)
-        self._exporter = ctx.jobs.runner("segmentation-export")
-        self._exporter.failed.connect(self.show_error)
-        self._exporter.finished.connect(lambda p: self.show_info(f"Wrote {p}"))
+        # One runner per export kind: exporting JSON must not cancel a PLY still being written.
+        self._exporters = {kind: ctx.jobs.runner(f"segmentation-export-{kind}") for kind in ("ply", "json", "scannet")}
+        for runner in self._exporters.values():
+            runner.failed.connect(self.show_error)
+            runner.finished.connect(lambda p: self.show_info(f"Wrote {p}"))
         self._recompute_timer = QTimer(self)
         self._recompute_timer.setSingleShot(True)
         self._recompute_timer.setInterval(300)
@@ -465,7 +467,11 @@ class SegmentationPanel(MethodPanel):
         if not self._need_result():
             return
         scene, result = self.scene, self.view.result
-        self._exporter.start(lambda job: work.export(kind, path, scene, result, job), f"Export {kind}")
+        self._exporters[kind].start(lambda job: work.export(kind, path, scene, result, job), f"Export {kind}")
+
+    @property
+    def exporting(self) -> bool:
+        return any(r.busy for r in self._exporters.values())
 
     def export_ply(self, path: Path) -> None:
         self._export("ply", path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines.segmentation.agent import ACTIONS, AgentParams, _successors, run_agent
+from engines.segmentation.agent import ACTIONS, AgentParams, _successors
 from engines.segmentation.example import example_cloud
 from engines.segmentation.objectness import RewardParams, score_crops
 from engines.segmentation.pipeline import DbscanParams, SegmentParams, resegment, segment

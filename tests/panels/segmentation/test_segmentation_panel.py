@@ -1,7 +1,6 @@
 """The GrabS panel under Xvfb: example run, views, picking, replay, thresholds, metrics, exports, bad files."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,8 @@ def panel(qtbot, panel_ctx):
     qtbot.waitExposed(p)
     yield p
     p.runner.cancel()
-    p._exporter.cancel()
+    for runner in p._exporters.values():
+        runner.cancel()
 
 
 def finish(qapp, p, timeout: float = 240) -> list:
@@ -153,12 +153,12 @@ def test_threshold_change_rescores_in_the_background(qapp, ran) -> None:
 def test_exports(qapp, qtbot, ran, tmp_path: Path) -> None:
     p = ran
     p.export_ply(tmp_path / "pred.ply")
-    assert wait_until(qapp, lambda: (tmp_path / "pred.ply").exists() and not p._exporter.busy, 30)
+    assert wait_until(qapp, lambda: (tmp_path / "pred.ply").exists() and not p.exporting, 30)
     back = read_cloud(tmp_path / "pred.ply")
     assert back.instance is not None and back.score is not None and len(back) == p.scene.points
     p.export_json(tmp_path / "s.json")
     p.export_scannet(tmp_path / "scannet")
-    assert wait_until(qapp, lambda: (tmp_path / "s.json").exists() and (tmp_path / "scannet").exists() and not p._exporter.busy, 30)
+    assert wait_until(qapp, lambda: (tmp_path / "s.json").exists() and (tmp_path / "scannet").exists() and not p.exporting, 30)
     assert list((tmp_path / "scannet").glob("*.txt"))
     p.export_png(tmp_path / "view.png")
     from PySide6.QtGui import QImage
