@@ -19,6 +19,7 @@ from .prior import MAX_TILT, normalise
 from .views import add_noise, orbit_cameras, punch_holes, visible_from
 
 CROP_HEIGHT = 2.2
+CLUTTER_MARGIN = 0.04  # an observed point this far (normalised) from the object is clutter
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Sample:
     inputs: np.ndarray  # (n_in, 3) normalised
     queries: np.ndarray  # (n_q, 3) normalised
     sdf: np.ndarray  # (n_q,) normalised clean distance of the object
+    clutter: np.ndarray  # (n_q,) bool: an observed point away from the object (the rejection lesson)
     observed_sdf: np.ndarray  # (n_obs,) distance at observed points (for mask metrics)
     observed: np.ndarray  # (n_obs, 3) normalised observed points, object and clutter
     yaw: float
@@ -134,9 +136,11 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
     uniform = rng.uniform(-0.55, 0.55, (n_uniform, 3)) * scale + c
     q_world = np.concatenate([near, obs, uniform])
     sdf = posed_sdf(entry.shape, pose, q_world) / scale
+    clutter_q = np.zeros(len(q_world), bool)
+    clutter_q[n_surf : n_surf + n_obs] = np.abs(sdf[n_surf : n_surf + n_obs]) > CLUTTER_MARGIN
     obs_sdf = posed_sdf(entry.shape, pose, pts) / scale
     return Sample(
-        inputs.astype(np.float32), ((q_world - c) / scale).astype(np.float32), sdf.astype(np.float32),
+        inputs.astype(np.float32), ((q_world - c) / scale).astype(np.float32), sdf.astype(np.float32), clutter_q,
         obs_sdf.astype(np.float32), ((pts - c) / scale).astype(np.float32),
         pose.yaw, pose.pitch, pose.roll, entry.shape.symmetry,
     )

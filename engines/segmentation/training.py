@@ -27,7 +27,7 @@ from .prior_data import ObjectPool, Sample, make_sample
 class TrainParams:
     minutes: float = 25.0
     seed: int = 0
-    batch: int = 24
+    batch: int = 32
     inputs: int = 256
     queries: int = 512
     lr: float = 2e-3
@@ -38,6 +38,7 @@ class TrainParams:
     truncation: float = 0.15  # distances are learned up to this (normalised); the far field is flat
     clean_start: float = 0.25  # share of the budget trained on uncluttered objects first
     clean_share: float = 0.2  # share of uncluttered objects afterwards
+    clutter_weight: float = 1.0  # loss weight of observed clutter points (what teaches rejection)
     pool: int = 768
     refresh: int = 2  # pool entries replaced per step
     save_every_s: float = 60.0
@@ -65,9 +66,10 @@ def _batch(samples: list[Sample]):
     x = torch.from_numpy(np.stack([s.inputs for s in samples]))
     q = torch.from_numpy(np.stack([s.queries for s in samples]))
     d = torch.from_numpy(np.stack([s.sdf for s in samples]))
+    clutter = torch.from_numpy(np.stack([s.clutter for s in samples]))
     pose = torch.tensor([[s.yaw, s.pitch, s.roll] for s in samples], dtype=torch.float32)
     sym = torch.tensor([s.symmetry for s in samples])
-    return x, q, d, pose, sym
+    return x, q, d, clutter, pose, sym
 
 
 def yaw_loss(pred, target, symmetry):
@@ -82,7 +84,7 @@ def yaw_loss(pred, target, symmetry):
     return torch.where(symmetry == 0, torch.zeros_like(loss), loss)
 
 
-def losses(model, x, q, d, pose, sym, params: TrainParams) -> dict:
+def losses(model, x, q, d, clutter, pose, sym, params: TrainParams) -> dict:
     import torch
 
     from .prior import MAX_TILT
@@ -98,7 +100,8 @@ def losses(model, x, q, d, pose, sym, params: TrainParams) -> dict:
     t = params.truncation
     err = (pred.clamp(-t, t) - d.clamp(-t, t)).abs()
     weight = (params.delta / err.clamp(min=1e-6)).clamp(max=1.0).detach()
-    sdf = (weight * err).mean()
+    w = 1.0 + (params.clutter_weight - 1.0) * clutter.float()
+    sdf = (w * weight * err).sum() / w.sum()
     kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)).mean()
     pose_l = yaw_loss(yaw, pose[:, 0], sym).mean() + (((pitch - pose[:, 1]) ** 2 + (roll - pose[:, 2]) ** 2) / MAX_TILT**2).mean()
     total = sdf + params.kl_weight * kl + params.pose_weight * pose_l
@@ -117,7 +120,7 @@ def validate(model, samples: list[Sample], mask_threshold: float = 0.02) -> dict
     import torch
 
     model.eval()
-    x, q, d, pose, sym = _batch(samples)
+    x, q, d, _, pose, sym = _batch(samples)
     with torch.no_grad():
         mu, logvar, rot, (yaw, _, _) = model.encode(x)
         pred = model.decode(mu, rot, q)

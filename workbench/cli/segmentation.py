@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--out", type=Path, required=True, help="checkpoint to write (and resume from when it exists)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
+    train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
 
 
 def _params(**kwargs: Any):
@@ -140,7 +141,7 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     from engines.segmentation.training import TrainParams, train_prior
 
     try:
-        params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch)
+        params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
     configure_threads()
