@@ -39,6 +39,7 @@ class SegmentationPanel(MethodPanel):
         self.view = None  # engines.segmentation.viewer.ResultView
         self.hidden: set[int] = set()
         self.selected: int | None = None
+        self._job_kind = ""
         self._visible = np.zeros(0, bool)
         # One runner per export kind: exporting JSON must not cancel a PLY still being written.
         self._exporters = {kind: ctx.jobs.runner(f"segmentation-export-{kind}") for kind in ("ply", "json", "scannet")}
@@ -143,7 +144,7 @@ class SegmentationPanel(MethodPanel):
     # Shell hooks -----------------------------------------------------------------------------
     def open_path(self, path: Path) -> None:
         """Load in a worker: a large file never freezes the window; a bad one keeps the current scene."""
-        self.runner.start(lambda job: work.load(Path(path), job), f"Open {Path(path).name}")
+        self._start("load", lambda job: work.load(Path(path), job), f"Open {Path(path).name}")
         self.ctx.add_recent(str(path))
 
     def open_dialog(self) -> None:
@@ -158,7 +159,7 @@ class SegmentationPanel(MethodPanel):
 
         params = self.params(method="grabs")
         path = example_path()
-        self.runner.start(lambda job: work.segment(None, params, job, load_first=path), "Segment the example room")
+        self._start("segment", lambda job: work.segment(None, params, job, load_first=path), "Segment the example room")
         return True
 
     def state(self) -> dict[str, Any]:
@@ -225,14 +226,20 @@ class SegmentationPanel(MethodPanel):
             self.show_error("Open a point cloud first (or press Example).")
             return
         scene, params = self.scene, self.params()
-        self.runner.start(lambda job: work.segment(scene, params, job), f"Segment {Path(scene.path).name} ({params.method})")
+        self._start("segment", lambda job: work.segment(scene, params, job), f"Segment {Path(scene.path).name} ({params.method})")
 
     def recompute(self) -> None:
         """Re-score the agent's final cylinders with the current thresholds (in the background)."""
         if self.scene is None or self.view is None or self.view.result.method != "grabs":
             return
+        if self.runner.busy and self._job_kind != "recompute":
+            return  # a load or a segmentation is running: the new thresholds apply to its result's next re-score
         scene, previous, params = self.scene, self.view.result, self.params(method="grabs")
-        self.runner.start(lambda job: work.recompute(scene, previous, params, job), "Re-score masks")
+        self._start("recompute", lambda job: work.recompute(scene, previous, params, job), "Re-score masks")
+
+    def _start(self, kind: str, work_fn, label: str) -> None:
+        self._job_kind = kind
+        self.runner.start(work_fn, label)
 
     def _busy(self, on: bool) -> None:
         self.cancel_button.setEnabled(on)
@@ -247,7 +254,6 @@ class SegmentationPanel(MethodPanel):
     def _on_finished(self, out: Any) -> None:
         if isinstance(out, work.Loaded):
             self._show_scene(out.scene)
-            self.view = None
             self._clear_result()
         elif isinstance(out, work.Segmented):
             if out.scene is not self.scene:
@@ -257,6 +263,7 @@ class SegmentationPanel(MethodPanel):
     # Drawing ---------------------------------------------------------------------------------
     def _show_scene(self, scene) -> None:
         self.scene = scene
+        self.view = None  # any earlier result belongs to another cloud
         self.hidden = set()
         self.selected = None
         n_drawn = len(scene.drawn)

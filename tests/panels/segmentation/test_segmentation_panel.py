@@ -168,6 +168,26 @@ def test_exports(qapp, qtbot, ran, tmp_path: Path) -> None:
     assert [a.text() for a in p.export_actions()][0].startswith("Labelled PLY")
 
 
+def test_opening_another_cloud_replaces_the_result(qapp, ran, tmp_path: Path) -> None:
+    p = ran
+    rng = np.random.default_rng(1)
+    path = write_cloud(tmp_path / "other.xyz", PointCloud(rng.uniform(0, 2, (3000, 3)).astype(np.float32)))
+    p.open_path(path)
+    assert finish(qapp, p, 60) == ["finished"]
+    assert p.view is None and p.scene.points == 3000
+    assert len(p.pred_view.scatter.color) == len(p.pred_view.positions) == 3000
+    assert not p.gt_box.isVisible() and p.segments.table.rowCount() == 0
+
+
+def test_slider_during_a_run_does_not_cancel_it(qapp, ran) -> None:
+    p = ran
+    p.run()
+    assert p.runner.busy
+    p.thresholds.set_value("found_threshold", 0.2)
+    p.recompute()
+    assert finish(qapp, p) == ["finished"], "the segmentation ran to its end"
+
+
 def test_bad_files_keep_the_current_scene(qapp, ran, tmp_path: Path) -> None:
     p = ran
     scene, view = p.scene, p.view
