@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph.opengl as gl
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QImage, QOpenGLContext, QVector3D
 
 
@@ -39,6 +39,9 @@ class _Lines(_SharedShader, gl.GLLinePlotItem):
     _base = gl.GLLinePlotItem
 
 
+INTERACTIVE_POINTS = 50_000  # drawn while the camera moves (all, up to 200k, at rest)
+
+
 class PointView(gl.GLViewWidget):
     cameraChanged = Signal()
     clicked = Signal(float, float)  # widget pixel position of a click (not a drag)
@@ -62,18 +65,39 @@ class PointView(gl.GLViewWidget):
         self._press: QPointF | None = None
         self._syncing = False
         self.positions = np.zeros((0, 3), np.float32)
+        self.colors = np.zeros((0, 4), np.float32)
+        self._lod = np.zeros(0, np.int64)
+        self._moving = False
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(250)
+        self._settle.timeout.connect(lambda: self._interactive(False))
 
     # Content ---------------------------------------------------------------------------------
     def set_points(self, positions: np.ndarray, colors: np.ndarray, size: float) -> None:
-        self.positions = positions
-        self.scatter.setData(pos=positions, color=colors, size=size)
+        self.scatter.setData(size=size)
+        self.set_colors(colors, positions)
 
     def set_colors(self, colors: np.ndarray, positions: np.ndarray | None = None) -> None:
+        from engines.segmentation.viewer import decimate
+
         if positions is not None:
             self.positions = positions
-            self.scatter.setData(pos=positions, color=colors)
+            self._lod = decimate(len(positions), INTERACTIVE_POINTS)
+        self.colors = colors
+        self._draw()
+
+    def _draw(self) -> None:
+        if self._moving and len(self.positions) > INTERACTIVE_POINTS:
+            self.scatter.setData(pos=self.positions[self._lod], color=self.colors[self._lod])
         else:
-            self.scatter.setData(color=colors)
+            self.scatter.setData(pos=self.positions, color=self.colors)
+
+    def _interactive(self, on: bool) -> None:
+        """While the camera moves, draw a subset so that orbiting stays smooth on software GL."""
+        if on != self._moving:
+            self._moving = on
+            self._draw()
 
     def set_point_size(self, size: float) -> None:
         self.scatter.setData(size=size)
@@ -119,6 +143,7 @@ class PointView(gl.GLViewWidget):
     def mousePressEvent(self, ev) -> None:
         self._press = ev.position()
         super().mousePressEvent(ev)
+        self._interactive(True)
 
     def mouseMoveEvent(self, ev) -> None:
         super().mouseMoveEvent(ev)
@@ -127,6 +152,7 @@ class PointView(gl.GLViewWidget):
 
     def mouseReleaseEvent(self, ev) -> None:
         super().mouseReleaseEvent(ev)
+        self._interactive(False)
         if self._press is not None and ev.button() == Qt.MouseButton.LeftButton:
             d = ev.position() - self._press
             if abs(d.x()) + abs(d.y()) <= 3:
@@ -134,6 +160,8 @@ class PointView(gl.GLViewWidget):
         self._press = None
 
     def wheelEvent(self, ev) -> None:
+        self._interactive(True)
+        self._settle.start()
         super().wheelEvent(ev)
         self.cameraChanged.emit()
 

@@ -204,7 +204,7 @@ def test_bad_files_keep_the_current_scene(qapp, ran, tmp_path: Path) -> None:
     assert "no finite points" in p.message.text
 
 
-def test_large_file_loads_without_freezing(qapp, panel, tmp_path: Path) -> None:
+def test_large_file_loads_without_freezing(qapp, qtbot, panel, tmp_path: Path) -> None:
     from PySide6.QtCore import QElapsedTimer, QTimer
 
     rng = np.random.default_rng(0)
@@ -230,6 +230,13 @@ def test_large_file_loads_without_freezing(qapp, panel, tmp_path: Path) -> None:
     assert outcome == ["finished"]
     assert panel.scene.points == n and len(panel.pred_view.positions) == 200_000
     assert "200,000 drawn" in panel.status.text()
+    # While the mouse orbits, a 50k subset is drawn; at rest all 200k again.
+    from PySide6.QtCore import QPoint, Qt
+
+    qtbot.mousePress(panel.pred_view, Qt.MouseButton.LeftButton, pos=QPoint(100, 100))
+    assert len(panel.pred_view.scatter.pos) == 50_000
+    qtbot.mouseRelease(panel.pred_view, Qt.MouseButton.LeftButton, pos=QPoint(160, 120))
+    assert len(panel.pred_view.scatter.pos) == 200_000
     # The UI kept ticking while the worker read the file (the drawing itself is one short step).
     assert len(gaps) > 10 and sorted(gaps)[-2] < 1000, f"UI stalls: {sorted(gaps)[-5:]} ms"
 
