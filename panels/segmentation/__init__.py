@@ -1,15 +1,13 @@
-"""The segmentation panel (placeholder until issue #5 lands)."""
-from panels.placeholder import placeholder_panel
+"""The segmentation panel (GrabS): a 3-D viewer for point clouds, their segments and the agent.
 
-TITLE = '3D segmentation (GrabS)'
-
-Panel = placeholder_panel(
-    'segmentation',
-    TITLE,
-    'Object segmentation of 3D point clouds without scene labels: a learned object prior and an agent that finds objects by querying it, with a 3D viewer for the results.',
-    issue=5,
-)
+Importing this package stays light (no pyqtgraph, torch or Open3D): the shell reads
+``FILE_SUFFIXES`` from it to route files, and builds the panel only when it is shown.
+"""
+TITLE = "3D segmentation (GrabS)"
+FILE_SUFFIXES: tuple[str, ...] = (".ply", ".pcd", ".xyz", ".pts", ".npz")
 
 
 def create_panel(ctx):
-    return Panel(ctx)
+    from .panel import SegmentationPanel
+
+    return SegmentationPanel(ctx)

@@ -1,0 +1,140 @@
+"""Benchmark: GrabS against the DBSCAN baseline on the same scenes, in the same run.
+
+Benchmark scenes are PLY files with a ground-truth `instance` field (`workbench segmentation
+scenes` writes them, with a JSON sidecar naming the touching objects). The methods get the points
+only; the ground truth is read here, for scoring.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, write_json
+
+from .metrics import ScenePrediction, evaluate
+from .pipeline import SegmentParams, segment
+from .pointio import PointCloud, read_cloud, write_cloud
+from .scenes import SceneParams, generate_scene
+
+TARGETS = {"ap50": 0.70, "ap25": 0.85, "ap50_margin": 0.20, "seconds_per_scene": 20.0}
+
+
+def write_scenes(folder: Path, n: int, seed: int, params: SceneParams = SceneParams(), progress: ProgressFn = no_progress,
+                 cancel: CancelToken = NEVER_CANCELLED) -> list[Path]:
+    """``n`` rooms as `scene_NNN.ply` (points, colours, ground-truth `instance`) plus `scene_NNN.json`."""
+    if not 1 <= n <= 1000:
+        raise EngineError("--n must be between 1 and 1000")
+    folder = Path(folder)
+    paths = []
+    for k in range(n):
+        cancel.raise_if_cancelled()
+        progress(k / n, f"scene {k + 1}/{n}")
+        scene = generate_scene(seed + k, params)
+        path = folder / f"scene_{k:03d}.ply"
+        write_cloud(path, PointCloud(scene.points, scene.colors, scene.instance))
+        write_json(folder / f"scene_{k:03d}.json", scene.meta(), indent=1)
+        paths.append(path)
+    progress(1.0, f"{n} scenes written")
+    return paths
+
+
+def _touching_ids(ply: Path) -> set[int]:
+    meta = ply.with_suffix(".json")
+    if not meta.exists():
+        return set()
+    try:
+        pairs = json.loads(meta.read_text()).get("touching", [])
+    except (json.JSONDecodeError, AttributeError):
+        return set()
+    return {int(i) for pair in pairs for i in pair}
+
+
+def _recall50(gt: np.ndarray, instance: np.ndarray, ids: set[int], min_points: int = 100) -> tuple[int, int]:
+    """How many of the objects ``ids`` (with enough points) some predicted segment covers at IoU > 0.5."""
+    found = total = 0
+    for i in ids:
+        g = gt == i
+        if g.sum() < min_points:
+            continue
+        total += 1
+        labels, counts = np.unique(instance[g], return_counts=True)
+        for lab, inter in zip(labels, counts):
+            if lab > 0 and inter / (g.sum() + (instance == lab).sum() - inter) > 0.5:
+                found += 1
+                break
+    return found, total
+
+
+def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tuple[str, ...] = ("grabs", "dbscan"),
+              limit: int | None = None, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict:
+    files = sorted(Path(folder).glob("*.ply"))[:limit]
+    if not files:
+        raise EngineError(f"no .ply scenes in {folder} (write some with 'workbench segmentation scenes')")
+    preds: dict[str, list[ScenePrediction]] = {m: [] for m in methods}
+    seconds: dict[str, list[float]] = {m: [] for m in methods}
+    touch: dict[str, list[int]] = {m: [0, 0] for m in methods}
+    per_scene = []
+    points = []
+    for k, path in enumerate(files):
+        cloud = read_cloud(path)
+        if cloud.instance is None:
+            raise EngineError(f"{path.name} has no ground-truth 'instance' field")
+        gt = cloud.instance
+        points.append(len(cloud))
+        touching = _touching_ids(path)
+        row = {"scene": path.name, "points": len(cloud), "objects": int(len([i for i in np.unique(gt) if i > 0]))}
+        for j, method in enumerate(methods):
+            cancel.raise_if_cancelled()
+            progress((k + j / len(methods)) / len(files), f"{path.name}: {method}")
+            t0 = time.perf_counter()
+            result = segment(cloud.without_labels(), replace(params, method=method), cancel=cancel)
+            seconds[method].append(time.perf_counter() - t0)
+            pred = ScenePrediction.from_labels(gt, result.instance, result.score)
+            preds[method].append(pred)
+            f, t = _recall50(gt, result.instance, touching)
+            touch[method][0] += f
+            touch[method][1] += t
+            row[method] = {"ap50": evaluate([pred]).ap50, "segments": len(result.segments), "seconds": round(seconds[method][-1], 2)}
+        per_scene.append(row)
+    progress(1.0, "scoring")
+    out: dict = {"scenes": len(files), "points_per_scene": float(np.mean(points)), "methods": {}, "per_scene": per_scene}
+    for method in methods:
+        res = evaluate(preds[method])
+        out["methods"][method] = {
+            "ap": res.ap, "ap50": res.ap50, "ap25": res.ap25,
+            "seconds_per_scene": float(np.mean(seconds[method])),
+            "touching_recall50": touch[method][0] / touch[method][1] if touch[method][1] else float("nan"),
+            "gt_objects": res.n_gt, "predictions": res.n_pred,
+        }
+    if "grabs" in out["methods"] and "dbscan" in out["methods"]:
+        g, d = out["methods"]["grabs"], out["methods"]["dbscan"]
+        out["comparison"] = {
+            "ap50_minus_dbscan": g["ap50"] - d["ap50"],
+            "ap25_minus_dbscan": g["ap25"] - d["ap25"],
+            "time_ratio_grabs_over_dbscan": g["seconds_per_scene"] / max(d["seconds_per_scene"], 1e-9),
+        }
+        out["targets"] = {
+            "ap50 >= 0.70": g["ap50"] >= TARGETS["ap50"],
+            "ap25 >= 0.85": g["ap25"] >= TARGETS["ap25"],
+            "ap50 >= dbscan + 0.20": g["ap50"] - d["ap50"] >= TARGETS["ap50_margin"],
+            "<= 20 s per 20k-point scene": g["seconds_per_scene"] * 20000 / max(out["points_per_scene"], 1) <= TARGETS["seconds_per_scene"],
+        }
+    out["table"] = _table(out)
+    return out
+
+
+def _table(out: dict) -> str:
+    lines = [f"{out['scenes']} scenes, {out['points_per_scene']:.0f} points each (mean)", "",
+             f"{'method':8} {'AP':>6} {'AP50':>6} {'AP25':>6} {'touch R50':>9} {'s/scene':>8}"]
+    for m, r in out["methods"].items():
+        lines.append(f"{m:8} {r['ap']:6.3f} {r['ap50']:6.3f} {r['ap25']:6.3f} {r['touching_recall50']:9.3f} {r['seconds_per_scene']:8.2f}")
+    if "comparison" in out:
+        c = out["comparison"]
+        lines += ["", f"GrabS - DBSCAN: AP50 {c['ap50_minus_dbscan']:+.3f}, AP25 {c['ap25_minus_dbscan']:+.3f}; "
+                      f"time ratio {c['time_ratio_grabs_over_dbscan']:.1f}x", ""]
+        lines += [f"  {'met ' if ok else 'MISSED'} {name}" for name, ok in out["targets"].items()]
+    return "\n".join(lines)

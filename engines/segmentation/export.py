@@ -1,0 +1,48 @@
+"""Writing results: labelled PLY, the JSON summary, and the ScanNet benchmark layout."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from engines.core import EngineError, write_json, write_text
+
+from .pipeline import SegmentationResult
+from .pointio import PointCloud, write_cloud
+
+
+def labelled_cloud(cloud: PointCloud, result: SegmentationResult) -> PointCloud:
+    """The input points and colours with per-point int32 `instance` and float32 `score`."""
+    if len(cloud.points) != len(result.instance):
+        raise EngineError("the result does not belong to this point cloud (different point counts)")
+    return PointCloud(cloud.points, cloud.colors, result.instance.astype(np.int32), result.score.astype(np.float32))
+
+
+def export_ply(path: Path, cloud: PointCloud, result: SegmentationResult) -> Path:
+    if Path(path).suffix.lower() not in (".ply", ".pcd", ".npz"):
+        raise EngineError(f"{Path(path).name}: labelled results need .ply (or .pcd / .npz) to keep instance and score")
+    return write_cloud(path, labelled_cloud(cloud, result))
+
+
+def export_json(path: Path, result: SegmentationResult, extra: dict | None = None) -> Path:
+    return write_json(path, {**result.summary(), **(extra or {})})
+
+
+def export_scannet(folder: Path, result: SegmentationResult, scene: str = "scene", label_id: int = 1) -> Path:
+    """`<scene>.txt` listing `pred_mask/<scene>_NNN.txt label_id confidence`, one 0/1 file per mask.
+
+    Class-agnostic: every mask gets the same ``label_id``, so the ScanNet script scores objects
+    regardless of their class when its class list is reduced to that one id.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", scene):
+        raise EngineError(f"scene name {scene!r} may only hold letters, digits, '_', '-' and '.'")
+    folder = Path(folder)
+    (folder / "pred_mask").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for seg in result.segments:
+        name = f"pred_mask/{scene}_{seg.id:03d}.txt"
+        mask = (result.instance == seg.id).astype(np.uint8)
+        write_text(folder / name, "\n".join(map(str, mask.tolist())) + "\n")
+        lines.append(f"{name} {label_id} {seg.score:.6f}")
+    return write_text(folder / f"{scene}.txt", "\n".join(lines) + ("\n" if lines else ""))

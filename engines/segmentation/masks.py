@@ -1,0 +1,58 @@
+"""From candidate masks to final segments: GrabS's deduplication and one label per point."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DedupParams:
+    iou: float = 0.5  # two masks overlapping this much are one object: keep the better one
+    inside: float = 0.8  # a mask this much inside a better one is a part of it: drop it
+    min_points: int = 100
+
+
+def deduplicate(masks: list[np.ndarray], scores: list[float], params: DedupParams = DedupParams()) -> list[int]:
+    """Indices of the masks to keep, best score first (masks are arrays of point indices)."""
+    order = sorted(range(len(masks)), key=lambda i: -scores[i])
+    kept: list[int] = []
+    sets: list[set[int]] = []
+    for i in order:
+        m = masks[i]
+        if len(m) < params.min_points:
+            continue
+        s = set(m.tolist())
+        drop = False
+        for other in sets:
+            inter = len(s & other)
+            if inter / len(s | other) >= params.iou or inter / len(s) >= params.inside:
+                drop = True
+                break
+        if not drop:
+            kept.append(i)
+            sets.append(s)
+    return kept
+
+
+def labels_from_masks(n: int, masks: list[np.ndarray], scores: list[float], kept: list[int], min_points: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Per-point instance (1..K by score, 0 = none) and score; a point shared by masks goes to the better.
+
+    Returns the labels, the scores and which input mask each label came from (masks that lost
+    too many points to better ones are dropped).
+    """
+    instance = np.zeros(n, np.int32)
+    score = np.zeros(n, np.float32)
+    owner = np.full(n, -1, np.int64)
+    for i in kept:  # best first: later masks only take free points
+        free = masks[i][owner[masks[i]] < 0]
+        owner[free] = i
+    sources: list[int] = []
+    for i in kept:
+        pts = np.flatnonzero(owner == i)
+        if len(pts) < min_points:
+            continue
+        sources.append(i)
+        instance[pts] = len(sources)
+        score[pts] = scores[i]
+    return instance, score, sources

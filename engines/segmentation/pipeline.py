@@ -1,0 +1,265 @@
+"""Segment a point cloud: GrabS (plane removal, anchors, agent, final masks) or the DBSCAN baseline.
+
+The method sees points only: `segment` takes a `PointCloud` and drops any instance ids or
+scores it carries before anything else runs, so ground truth can never leak into a result.
+Large inputs are subsampled for the search and the labels carried back by nearest neighbour.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, scaled
+
+from .agent import AgentParams, Trajectory, run_agent
+from .masks import DedupParams, deduplicate, labels_from_masks
+from .objectness import RewardParams, score_crops
+from .planes import PlaneParams, farthest_point_anchors, remove_planes
+from .pointio import PointCloud
+
+METHODS: tuple[str, ...] = ("grabs", "dbscan")
+
+
+@dataclass(frozen=True)
+class DbscanParams:
+    eps: float = 0.1  # neighbourhood radius (m); 0.1 / 5 scored best on validation rooms (seeds 500-507)
+    min_points: int = 5
+
+
+@dataclass(frozen=True)
+class SegmentParams:
+    method: str = "grabs"
+    seed: int = 0
+    max_points: int = 60000  # larger clouds are subsampled for the search
+    prior: str = ""  # checkpoint path; empty = the shipped prior
+    planes: PlaneParams = PlaneParams()
+    agent: AgentParams = AgentParams()
+    reward: RewardParams = RewardParams()
+    dedup: DedupParams = DedupParams()
+    dbscan: DbscanParams = DbscanParams()
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}")
+        if self.max_points < 1000:
+            raise ValueError("max_points must be at least 1000")
+
+
+@dataclass(frozen=True)
+class Segment:
+    id: int
+    points: int
+    score: float
+    bbox_min: tuple[float, float, float]
+    bbox_max: tuple[float, float, float]
+    centroid: tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A trajectory's final cylinder, kept so that new thresholds can re-score it without a new search."""
+
+    trajectory: int
+    x: float
+    y: float
+    radius: float
+
+
+@dataclass(frozen=True)
+class SegmentationResult:
+    method: str
+    instance: np.ndarray = field(repr=False)  # (N,) int32, 0 = no object
+    score: np.ndarray = field(repr=False)  # (N,) float32
+    residual: np.ndarray = field(repr=False)  # (N,) float32 prior |SDF| (NaN where not scored)
+    segments: tuple[Segment, ...]
+    trajectories: tuple[Trajectory, ...] = field(repr=False)
+    candidates: tuple[Candidate, ...] = field(repr=False)
+    anchors: np.ndarray = field(repr=False)
+    floor_z: float = 0.0
+    plane_points: int = 0
+    processed_points: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        """The JSON summary: method, timings and one entry per segment."""
+        return {
+            "method": self.method,
+            "points": int(len(self.instance)),
+            "processed_points": self.processed_points,
+            "plane_points": self.plane_points,
+            "seconds": round(self.seconds, 3),
+            "segments": [
+                {"id": s.id, "points": s.points, "score": round(s.score, 4), "bbox": [list(s.bbox_min), list(s.bbox_max)], "centroid": list(s.centroid)}
+                for s in self.segments
+            ],
+            "trajectories": len(self.trajectories),
+            "found": sum(t.found for t in self.trajectories),
+        }
+
+
+def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray) -> tuple[Segment, ...]:
+    out = []
+    for k in range(1, int(instance.max(initial=0)) + 1):
+        m = instance == k
+        if not m.any():
+            continue
+        p = points[m]
+        r = lambda v: tuple(round(float(x), 4) for x in v)  # noqa: E731
+        out.append(Segment(k, int(m.sum()), float(score[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0))))
+    return tuple(out)
+
+
+def confidence(distance: float, reward: RewardParams) -> float:
+    """Segment confidence from the objectness distance: 1 at 0, 0.5 at the found threshold."""
+    return float(np.clip(1.0 - distance / (2.0 * reward.found_threshold), 0.0, 1.0))
+
+
+def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
+             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Score each candidate's whole cylinder, keep the found ones, deduplicate, label the points.
+
+    Returns instance, score and prior residual per point (of ``points``).
+    """
+    from .agent import CylinderCrops
+
+    n = len(points)
+    residual = np.full(n, np.nan, np.float32)
+    if not candidates:
+        return np.zeros(n, np.int32), np.zeros(n, np.float32), residual
+    crops = CylinderCrops(points, floor_z, params.agent.height)
+    idxs = [crops.indices(c.x, c.y, c.radius) for c in candidates]
+    live = [i for i, idx in enumerate(idxs) if len(idx) >= params.agent.min_crop_points]
+    scores = score_crops(prior, [points[idxs[i]] for i in live], params.reward, rng, full=True,
+                         axes=[(candidates[i].x, candidates[i].y) for i in live],
+                         rings=[points[crops.ring(candidates[i].x, candidates[i].y, candidates[i].radius)] for i in live])
+    masks, confs = [], []
+    for i, sc in zip(live, scores):
+        glob = idxs[i][sc.scored]
+        res = residual[glob]
+        residual[glob] = np.where(np.isnan(res), sc.residual, np.fmin(res, sc.residual))
+        if sc.found(params.reward):
+            masks.append(idxs[i][sc.mask])
+            confs.append(confidence(sc.distance, params.reward))
+    kept = deduplicate(masks, confs, params.dedup)
+    instance, score, _ = labels_from_masks(n, masks, confs, kept, params.dedup.min_points)
+    return instance, score, residual
+
+
+def _dbscan(points: np.ndarray, params: DbscanParams, min_points: int) -> tuple[np.ndarray, np.ndarray]:
+    import open3d as o3d
+
+    n = len(points)
+    instance = np.zeros(n, np.int32)
+    score = np.zeros(n, np.float32)
+    if n == 0:
+        return instance, score
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points.astype(np.float64)))
+    labels = np.asarray(cloud.cluster_dbscan(params.eps, params.min_points, print_progress=False))
+    ids, sizes = np.unique(labels[labels >= 0], return_counts=True)
+    big = [(i, s) for i, s in zip(ids, sizes) if s >= min_points]
+    big.sort(key=lambda t: -t[1])
+    largest = big[0][1] if big else 1
+    for k, (i, s) in enumerate(big, start=1):
+        instance[labels == i] = k
+        score[labels == i] = s / largest  # bigger clusters first: the only confidence DBSCAN has
+    return instance, score
+
+
+def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress: ProgressFn = no_progress,
+            cancel: CancelToken = NEVER_CANCELLED) -> SegmentationResult:
+    """Segment the objects of a scene. Only ``cloud.points`` is used (never instance ids or scores)."""
+    from engines.core import configure_threads
+
+    t0 = time.perf_counter()
+    configure_threads()
+    cloud = cloud.without_labels()
+    all_points = cloud.points.astype(np.float64)
+    n_all = len(all_points)
+    if n_all < 100:
+        raise EngineError(f"the cloud has only {n_all} points; at least 100 are needed to segment it")
+    rng = np.random.default_rng(params.seed)
+    if n_all > params.max_points:
+        sub = np.sort(rng.choice(n_all, params.max_points, replace=False))
+    else:
+        sub = np.arange(n_all)
+    points = all_points[sub]
+    progress(0.02, "removing floor and walls")
+    keep, planes, floor_z = remove_planes(points, params.planes, params.seed)
+    cancel.raise_if_cancelled()
+    obj_idx = np.flatnonzero(keep)
+    obj = points[obj_idx]
+    n = len(points)
+    instance = np.zeros(n, np.int32)
+    score = np.zeros(n, np.float32)
+    residual = np.full(n, np.nan, np.float32)
+    trajs: list[Trajectory] = []
+    candidates: list[Candidate] = []
+    anchors = np.zeros((0, 3))
+    if params.method == "dbscan":
+        progress(0.3, "clustering (DBSCAN)")
+        inst, sc = _dbscan(obj, params.dbscan, params.dedup.min_points)
+        instance[obj_idx], score[obj_idx] = inst, sc
+    elif len(obj) >= params.agent.min_crop_points:
+        from .prior import load_prior
+
+        prior = load_prior(Path(params.prior) if params.prior else None)
+        progress(0.05, "placing anchors")
+        anchors = farthest_point_anchors(obj, params.agent.anchors)
+        trajs, _ = run_agent(prior, obj, floor_z, anchors, params.agent, params.reward, rng, scaled(progress, 0.05, 0.9), cancel)
+        candidates = [Candidate(i, *t.state) for i, t in enumerate(trajs)]
+        progress(0.9, "final masks")
+        inst, sc, res = finalize(prior, obj, floor_z, candidates, params, rng)
+        instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
+    cancel.raise_if_cancelled()
+    if len(sub) < n_all:
+        progress(0.95, "carrying labels to every point")
+        instance, score, residual = _propagate(all_points, points, instance, score, residual)
+    progress(1.0, "done")
+    return SegmentationResult(
+        params.method, instance, score, residual, _segments(all_points, instance, score), tuple(trajs), tuple(candidates),
+        anchors, floor_z, int((~keep).sum()), int(len(sub)), time.perf_counter() - t0,
+    )
+
+
+def _propagate(all_points, points, instance, score, residual, max_distance: float = 0.1):
+    from scipy.spatial import cKDTree
+
+    d, nn = cKDTree(points).query(all_points, k=1, workers=1)
+    far = d > max_distance
+    inst, sc, res = instance[nn], score[nn], residual[nn]
+    inst[far], sc[far], res[far] = 0, 0.0, np.nan
+    return inst, sc, res
+
+
+def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentParams, progress: ProgressFn = no_progress,
+              cancel: CancelToken = NEVER_CANCELLED) -> SegmentationResult:
+    """New thresholds on an existing GrabS result: re-score the agent's final cylinders, no new search."""
+    if result.method != "grabs" or not result.candidates:
+        raise EngineError("only a GrabS result with agent trajectories can be re-thresholded")
+    t0 = time.perf_counter()
+    cloud = cloud.without_labels()
+    points = cloud.points.astype(np.float64)
+    if len(points) != len(result.instance):
+        raise EngineError("the result does not belong to this point cloud")
+    from .prior import load_prior
+
+    prior = load_prior(Path(params.prior) if params.prior else None)
+    rng = np.random.default_rng(params.seed)
+    progress(0.1, "removing floor and walls")
+    sub = np.arange(len(points)) if len(points) <= params.max_points else np.sort(rng.choice(len(points), params.max_points, replace=False))
+    keep, _, floor_z = remove_planes(points[sub], params.planes, params.seed)
+    obj_idx = sub[keep]
+    cancel.raise_if_cancelled()
+    progress(0.4, "re-scoring the agent's cylinders")
+    inst, sc, res = finalize(prior, points[obj_idx], floor_z, list(result.candidates), params, rng)
+    n = len(sub)
+    instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
+    instance[keep], score[keep], residual[keep] = inst, sc, res
+    if len(sub) < len(points):
+        instance, score, residual = _propagate(points, points[sub], instance, score, residual)
+    progress(1.0, "done")
+    return replace(result, instance=instance, score=score, residual=residual, segments=_segments(points, instance, score),
+                   seconds=time.perf_counter() - t0)

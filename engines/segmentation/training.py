@@ -1,0 +1,221 @@
+"""`train-prior`: fit the object prior on procedural objects, resuming from its checkpoint.
+
+Loss (GrabS stage 1): L1 on the signed distance, truncated at 0.15 (normalised) so the small
+decoder spends itself near surfaces, with large errors down-weighted (weight min(1, delta /
+error), so a confusing clutter point cannot dominate a batch), a small KL term on the VAE
+latent, and the pose head's loss (yaw up to the shape's symmetry, pitch and roll).
+A curriculum starts on uncluttered objects (the first quarter of the budget), then adds GrabS's
+clutter to most samples. The learning rate follows the wall-clock budget (flat, then a cosine
+decay over the last 40%).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, seed_everything
+
+from .prior_data import ObjectPool, Sample, make_sample
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    minutes: float = 25.0
+    seed: int = 0
+    batch: int = 32
+    inputs: int = 256
+    queries: int = 512
+    lr: float = 2e-3
+    kl_weight: float = 2e-5
+    true_pose: float = 0.5  # share of samples canonicalised with the true pose (teacher forcing)
+    pose_weight: float = 0.5
+    delta: float = 0.25  # errors above it are down-weighted (outliers from ambiguous clutter)
+    truncation: float = 0.15  # distances are learned up to this (normalised); the far field is flat
+    clean_start: float = 0.25  # share of the budget trained on uncluttered objects first
+    clean_share: float = 0.2  # share of uncluttered objects afterwards
+    clutter_weight: float = 1.0  # loss weight of observed clutter points (what teaches rejection)
+    pool: int = 768
+    refresh: int = 2  # pool entries replaced per step
+    save_every_s: float = 60.0
+    val_size: int = 192
+
+    def __post_init__(self) -> None:
+        if not 0 < self.minutes <= 90:
+            raise ValueError("minutes must be in (0, 90]")
+        if self.batch < 2 or self.inputs < 32 or self.queries < 32:
+            raise ValueError("batch >= 2, inputs >= 32, queries >= 32")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    checkpoint: str
+    steps: int
+    wall_seconds: float
+    parameters: int
+    metrics: dict[str, float]
+
+
+def _batch(samples: list[Sample]):
+    import torch
+
+    x = torch.from_numpy(np.stack([s.inputs for s in samples]))
+    q = torch.from_numpy(np.stack([s.queries for s in samples]))
+    d = torch.from_numpy(np.stack([s.sdf for s in samples]))
+    clutter = torch.from_numpy(np.stack([s.clutter for s in samples]))
+    pose = torch.tensor([[s.yaw, s.pitch, s.roll] for s in samples], dtype=torch.float32)
+    sym = torch.tensor([s.symmetry for s in samples])
+    return x, q, d, clutter, pose, sym
+
+
+def yaw_loss(pred, target, symmetry):
+    """1 - cos of the yaw error, minimised over the shape's symmetric yaws (0 = any yaw: no loss)."""
+    import torch
+
+    k = symmetry.clamp(min=1).float()
+    offsets = torch.arange(4, dtype=torch.float32)[None, :] * (2 * math.pi) / k[:, None]
+    offsets = torch.where(torch.arange(4)[None, :] < symmetry.clamp(min=1)[:, None], offsets, torch.zeros_like(offsets))
+    err = 1 - torch.cos(pred[:, None] - target[:, None] - offsets)
+    loss = err.min(dim=1).values
+    return torch.where(symmetry == 0, torch.zeros_like(loss), loss)
+
+
+def losses(model, x, q, d, clutter, pose, sym, params: TrainParams) -> dict:
+    import torch
+
+    from .prior import MAX_TILT
+
+    rot = None
+    if params.true_pose > 0:
+        with torch.no_grad():
+            pred_rot = model.rotation(*model.pose(x))
+            true_rot = model.rotation(pose[:, 0], pose[:, 1], pose[:, 2])
+            pick = (torch.rand(len(x)) < params.true_pose)[:, None, None]
+            rot = torch.where(pick, true_rot, pred_rot)
+    pred, mu, logvar, (yaw, pitch, roll) = model(x, q, rot=rot)
+    t = params.truncation
+    err = (pred.clamp(-t, t) - d.clamp(-t, t)).abs()
+    weight = (params.delta / err.clamp(min=1e-6)).clamp(max=1.0).detach()
+    w = 1.0 + (params.clutter_weight - 1.0) * clutter.float()
+    sdf = (w * weight * err).sum() / w.sum()
+    kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)).mean()
+    pose_l = yaw_loss(yaw, pose[:, 0], sym).mean() + (((pitch - pose[:, 1]) ** 2 + (roll - pose[:, 2]) ** 2) / MAX_TILT**2).mean()
+    total = sdf + params.kl_weight * kl + params.pose_weight * pose_l
+    return {"total": total, "sdf": sdf, "kl": kl, "pose": pose_l, "l1": err.mean()}
+
+
+def validation_set(seed: int, n: int = 192, inputs: int = 256, queries: int = 512) -> list[Sample]:
+    """Fixed held-out samples (their own seed), cluttered like the end of training."""
+    rng = np.random.default_rng(seed + 10_007)
+    pool = ObjectPool(min(96, max(4, n // 2)), rng)
+    return [make_sample(pool, rng, inputs, queries) for _ in range(n)]
+
+
+def validate(model, samples: list[Sample], mask_threshold: float = 0.02) -> dict[str, float]:
+    """Near-surface L1, mask IoU on observed points (object vs clutter), yaw error in degrees."""
+    import torch
+
+    model.eval()
+    x, q, d, _, pose, sym = _batch(samples)
+    with torch.no_grad():
+        mu, logvar, rot, (yaw, _, _) = model.encode(x)
+        pred = model.decode(mu, rot, q)
+        near = d.abs() < 0.05
+        l1_near = float((pred - d).abs()[near].mean())
+        ious = []
+        for i, s in enumerate(samples):
+            obs = torch.from_numpy(s.observed)[None]
+            p = model.decode(mu[i : i + 1], rot[i : i + 1], obs)[0].abs().numpy() <= mask_threshold
+            g = np.abs(s.observed_sdf) <= mask_threshold
+            ious.append((p & g).sum() / max((p | g).sum(), 1))
+        yaw_err = torch.acos((1 - yaw_loss(yaw, pose[:, 0], sym)).clamp(-1, 1)) * 180 / math.pi
+        has_yaw = sym != 0
+    model.train()
+    return {
+        "l1_near_surface": l1_near,
+        "mask_iou": float(np.mean(ious)),
+        "yaw_error_deg_median": float(yaw_err[has_yaw].median()) if has_yaw.any() else float("nan"),
+    }
+
+
+def train_prior(out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
+                cancel: CancelToken = NEVER_CANCELLED, log_path: Path | None = None) -> TrainResult:
+    """Train for ``params.minutes`` more minutes, resuming from ``out`` when it exists."""
+    import torch
+
+    from engines.core import configure_threads
+
+    from .prior import ObjectPrior, PriorConfig, count_parameters, load_checkpoint, save_checkpoint
+
+    configure_threads()
+    out = Path(out)
+    state = {"step": 0, "elapsed_s": 0.0, "seed": params.seed, "history": []}
+    model = ObjectPrior(PriorConfig())
+    optimizer = torch.optim.Adam(model.parameters(), lr=params.lr)
+    if out.exists():
+        loaded, payload = load_checkpoint(out)
+        model.load_state_dict(loaded.state_dict())
+        if "optimizer" in payload:
+            optimizer.load_state_dict(payload["optimizer"])
+        state.update(payload.get("state", {}))
+        if state.get("seed", params.seed) != params.seed:
+            raise EngineError(f"{out.name} was trained with seed {state['seed']}; resume with --seed {state['seed']} or use a new --out")
+    model.train()
+    seed_everything(params.seed + int(state["step"]))
+    rng = np.random.default_rng([params.seed, int(state["step"])])
+    progress(0.0, "building the object pool")
+    pool = ObjectPool(params.pool, rng)
+    val = validation_set(params.seed, params.val_size, params.inputs, params.queries)
+    budget = params.minutes * 60.0
+    start_elapsed = float(state["elapsed_s"])
+    total_planned = start_elapsed + budget
+    t0 = last_save = time.monotonic()
+    running: dict[str, float] = {}
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "a") if log_path else None
+    try:
+        while True:
+            spent = time.monotonic() - t0
+            if spent >= budget or cancel.cancelled():
+                break
+            frac = (start_elapsed + spent) / total_planned
+            decay = min(max((frac - 0.6) / 0.4, 0.0), 1.0)
+            for g in optimizer.param_groups:
+                g["lr"] = params.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * decay)))
+            pool.refresh(params.refresh)
+            clutter = 0.0 if frac < params.clean_start else 1.0 - params.clean_share
+            samples = [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter)) for _ in range(params.batch)]
+            parts = losses(model, *_batch(samples), params)
+            optimizer.zero_grad(set_to_none=True)
+            parts["total"].backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            state["step"] = int(state["step"]) + 1
+            for k, v in parts.items():
+                running[k] = 0.98 * running.get(k, float(v.detach())) + 0.02 * float(v.detach())
+            progress(spent / budget, f"step {state['step']}  L1 {running['l1']:.4f}  pose {running['pose']:.3f}")
+            if time.monotonic() - last_save >= params.save_every_s:
+                state["elapsed_s"] = start_elapsed + time.monotonic() - t0
+                entry = {"step": state["step"], "elapsed_s": round(state["elapsed_s"], 1), **{k: round(v, 5) for k, v in running.items()}}
+                state["history"] = list(state.get("history", [])) + [entry]
+                if log:
+                    log.write(json.dumps(entry) + "\n")
+                    log.flush()
+                save_checkpoint(out, model, optimizer, state)
+                last_save = time.monotonic()
+        state["elapsed_s"] = start_elapsed + time.monotonic() - t0
+        progress(0.99, "validating")
+        state["metrics"] = validate(model, val)
+        state["metrics"].update({k: float(v) for k, v in running.items()})
+        save_checkpoint(out, model, optimizer, state)
+    finally:
+        if log:
+            log.close()
+    cancel.raise_if_cancelled()
+    progress(1.0, "done")
+    return TrainResult(str(out), int(state["step"]), float(state["elapsed_s"]), count_parameters(model), state["metrics"])

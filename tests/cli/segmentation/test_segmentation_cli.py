@@ -1,0 +1,111 @@
+"""`workbench segmentation ...` end to end: scenes, run, eval, bench, and one clear error per bad input."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
+
+
+@pytest.fixture(scope="module")
+def scene_dir(tmp_path_factory) -> Path:
+    from tests.conftest import run_cli
+
+    out = tmp_path_factory.mktemp("scenes")
+    proc = run_cli("segmentation", "scenes", "--n", "1", "--seed", "3", "--points", "6000", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert len(data["scenes"]) == 1
+    return out
+
+
+def test_scenes_carry_ground_truth(scene_dir: Path) -> None:
+    cloud = read_cloud(scene_dir / "scene_000.ply")
+    assert len(cloud) == 6000 and cloud.instance is not None and cloud.instance.max() >= 4
+    meta = json.loads((scene_dir / "scene_000.json").read_text())
+    assert meta["seed"] == 3 and len(meta["objects"]) >= 4
+
+
+def test_run_dbscan_then_eval(cli, scene_dir: Path, tmp_path: Path) -> None:
+    pred = tmp_path / "pred.ply"
+    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--method", "dbscan", "--out", str(pred),
+               "--summary", str(tmp_path / "s.json"), "--scannet", str(tmp_path / "scannet"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["method"] == "dbscan" and summary["segments"] and {"id", "points", "score", "bbox", "centroid"} <= set(summary["segments"][0])
+    out = read_cloud(pred)
+    assert out.instance is not None and out.score is not None and len(out) == 6000
+    assert (tmp_path / "scannet" / "scene_000.txt").exists()
+    proc = cli("segmentation", "eval", "--pred", str(pred), "--gt", str(scene_dir / "scene_000.ply"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    ap = json.loads(proc.stdout)
+    assert 0.0 <= ap["ap"] <= ap["ap50"] <= 1.0 and ap["ap25"] >= ap["ap50"]
+
+
+def test_run_grabs_writes_instance_and_score(cli, scene_dir: Path, tmp_path: Path) -> None:
+    pred = tmp_path / "grabs.ply"
+    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--out", str(pred), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["method"] == "grabs" and summary["trajectories"] == 4
+    out = read_cloud(pred)
+    assert out.instance.dtype == np.int32 and out.score.dtype == np.float32
+
+
+def test_bench_reports_both_methods(cli, scene_dir: Path) -> None:
+    proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data["methods"]) == {"grabs", "dbscan"}
+    for m in data["methods"].values():
+        assert {"ap", "ap50", "ap25", "seconds_per_scene"} <= set(m)
+    assert "ap50_minus_dbscan" in data["comparison"] and len(data["targets"]) == 4
+
+
+def _one_error(proc) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [l for l in proc.stderr.strip().splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+def test_bad_inputs_get_one_clear_error(cli, tmp_path: Path) -> None:
+    out = tmp_path / "out.ply"
+    out.write_bytes(b"precious")  # nothing may overwrite it on failure
+    cases = {}
+    (tmp_path / "empty.ply").write_bytes(b"")
+    cases["empty.ply"] = "empty"
+    (tmp_path / "notes.ply").write_text("just some notes\n")
+    cases["notes.ply"] = "not a PLY"
+    full = write_cloud(tmp_path / "full.ply", PointCloud(np.random.default_rng(0).uniform(0, 1, (2000, 3)).astype(np.float32)))
+    (tmp_path / "cut.ply").write_bytes(full.read_bytes()[:3000])
+    cases["cut.ply"] = "corrupt"
+    np.savez(tmp_path / "nan.npz", points=np.full((500, 3), np.nan))
+    cases["nan.npz"] = "no finite points"
+    (tmp_path / "huge.ply").write_text("ply\nformat binary_little_endian 1.0\nelement vertex 999999999\nproperty float x\nproperty float y\nproperty float z\nend_header\n")
+    cases["huge.ply"] = "too large"
+    (tmp_path / "words.xyz").write_text("no numbers here\n")
+    cases["words.xyz"] = "not a point cloud"
+    for name, message in cases.items():
+        line = _one_error(cli("segmentation", "run", str(tmp_path / name), "--method", "dbscan", "--out", str(out)))
+        assert message in line, (name, line)
+    assert out.read_bytes() == b"precious"
+    assert message in _one_error(cli("segmentation", "eval", "--pred", str(tmp_path / "words.xyz"), "--gt", str(full)))
+    assert "no such file" in _one_error(cli("segmentation", "run", str(tmp_path / "missing.ply"), "--out", str(out)))
+    assert "instance" in _one_error(cli("segmentation", "eval", "--pred", str(full), "--gt", str(full)))
+    assert "minutes" in _one_error(cli("segmentation", "train-prior", "--minutes", "500", "--out", str(tmp_path / "p.pt")))
+
+
+def test_nan_points_are_dropped_and_counted(cli, tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(0, 3, (3000, 3))
+    pts[:25] = np.nan
+    np.savez(tmp_path / "holes.npz", points=pts)
+    proc = cli("segmentation", "run", str(tmp_path / "holes.npz"), "--method", "dbscan", "--out", str(tmp_path / "o.ply"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["dropped_non_finite"] == 25
+    assert len(read_cloud(tmp_path / "o.ply")) == 2975

@@ -1,0 +1,139 @@
+"""The agent, the objectness reward, the pipeline, and the rule that no ground truth reaches the method."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.segmentation.agent import ACTIONS, AgentParams, _successors
+from engines.segmentation.example import example_cloud
+from engines.segmentation.objectness import RewardParams, score_crops
+from engines.segmentation.pipeline import DbscanParams, SegmentParams, resegment, segment
+from engines.segmentation.pointio import PointCloud
+from engines.segmentation.prior import load_prior
+
+SMALL = SegmentParams(agent=AgentParams(anchors=6))
+TINY = SegmentParams(agent=AgentParams(anchors=2, max_steps=3))
+
+
+@pytest.fixture(scope="module")
+def cloud() -> PointCloud:
+    return example_cloud()
+
+
+@pytest.fixture(scope="module")
+def result(cloud):
+    return segment(cloud, SMALL)
+
+
+def test_actions_follow_grabs() -> None:
+    assert ACTIONS == ("stop", "+x", "-x", "+y", "-y", "shrink", "grow")
+    p = AgentParams()
+    assert (p.start_radius, p.min_radius, p.max_radius, p.move, p.scale, p.max_steps) == (1.5, 0.15, 1.5, 0.3, 0.75, 8)
+    names = dict(_successors((0.0, 0.0, 1.5), np.zeros(3), p))
+    assert "grow" not in names and names["shrink"][2] == pytest.approx(1.125)
+    assert names["+x"] == (0.3, 0.0, 1.5) and names["-y"] == (0.0, -0.3, 1.5)
+    tiny = dict(_successors((0.0, 0.0, 0.16), np.zeros(3), p))
+    assert "shrink" not in tiny and tiny["grow"][2] == pytest.approx(0.16 / 0.75)
+    far = dict(_successors((2.0, 0.0, 0.5), np.zeros(3), p))
+    assert "+x" not in far, "the cylinder stays within reach of its anchor"
+
+
+def test_trajectories_obey_the_rules(result) -> None:
+    assert len(result.trajectories) == 6
+    for t in result.trajectories:
+        assert t.steps[0].action == "start" and t.steps[0].radius == pytest.approx(1.5)
+        moves = [s for s in t.steps[1:] if s.action != "stop"]
+        assert len(moves) <= 8
+        for s in t.steps:
+            assert s.action in ACTIONS + ("start",)
+            assert 0.15 - 1e-9 <= s.radius <= 1.5 + 1e-9
+            assert s.reward in (10.0, -1.0, 0.0)
+        if t.found:
+            assert any(s.reward == 10.0 for s in t.steps) and t.steps[-1].action == "stop"
+        else:
+            assert all(s.reward <= 0 for s in t.steps)
+
+
+def test_result_is_consistent(cloud, result) -> None:
+    assert len(result.instance) == len(cloud) and result.instance.dtype == np.int32
+    ids = sorted(int(i) for i in np.unique(result.instance) if i > 0)
+    assert ids == [s.id for s in result.segments]
+    for s in result.segments:
+        m = result.instance == s.id
+        assert s.points == m.sum() >= SMALL.dedup.min_points
+        assert 0.0 <= s.score <= 1.0 and np.allclose(result.score[m], s.score)
+    assert (result.score[result.instance == 0] == 0).all()
+    assert result.plane_points > len(cloud) // 3, "floor and walls removed"
+    assert result.summary()["trajectories"] == 6
+
+
+def test_no_ground_truth_reaches_the_method(cloud) -> None:
+    # Same result with the labels present, absent, or scrambled.
+    labelled = segment(cloud, TINY)
+    bare = segment(PointCloud(cloud.points, cloud.colors), TINY)
+    scrambled = segment(PointCloud(cloud.points, cloud.colors, np.random.default_rng(1).permutation(cloud.instance), np.ones(len(cloud), np.float32)), TINY)
+    assert np.array_equal(labelled.instance, bare.instance) and np.array_equal(labelled.instance, scrambled.instance)
+    assert np.array_equal(labelled.score, bare.score)
+    assert [t.steps for t in labelled.trajectories] == [t.steps for t in scrambled.trajectories]
+    # And the method's modules never touch an instance or score field of their input.
+    root = Path(__file__).resolve().parents[3] / "engines" / "segmentation"
+    for name in ("agent.py", "objectness.py", "planes.py", "prior.py", "masks.py"):
+        text = (root / name).read_text()
+        assert not re.search(r"\.(instance|score)\b", text), name
+    pipeline = (root / "pipeline.py").read_text()
+    assert "cloud = cloud.without_labels()" in pipeline
+    assert not re.search(r"cloud\.(instance|score)\b", pipeline)
+
+
+def test_objectness_scores_crops(cloud) -> None:
+    prior = load_prior()
+    pts = cloud.points.astype(np.float64)
+    rng = np.random.default_rng(0)
+    obj = cloud.instance == 1
+    c = pts[obj].mean(0)
+    crop = pts[(np.hypot(*(pts[:, :2] - c[:2]).T) < 0.9) & (pts[:, 2] > 0.03)]
+    tiny = pts[:20]
+    valid, invalid = score_crops(prior, [crop, tiny], RewardParams(), rng)
+    assert not invalid.valid and invalid.distance == float("inf")
+    assert valid.valid and np.isfinite(valid.distance) and valid.distance == pytest.approx(valid.pc_to_surface + valid.surface_to_pc)
+    assert set(valid.mask) <= set(valid.scored) and len(valid.mask) >= 8
+    full = score_crops(prior, [crop], RewardParams(), rng, full=True)[0]
+    assert len(full.scored) == len(crop)
+
+
+def test_dbscan_merges_touching_objects_the_prior_can_split() -> None:
+    # Two boxes side by side, touching: one Euclidean cluster.
+    rng = np.random.default_rng(0)
+    a = rng.uniform([0, 0, 0], [0.5, 0.5, 0.8], (1500, 3))
+    b = rng.uniform([0.5, 0, 0], [1.0, 0.5, 0.4], (1500, 3))
+    floor = np.column_stack([rng.uniform(-2, 3, 4000), rng.uniform(-2, 3, 4000), rng.normal(0, 0.003, 4000)])
+    pts = np.concatenate([floor, a, b]).astype(np.float32)
+    res = segment(PointCloud(pts), SegmentParams(method="dbscan", dbscan=DbscanParams(eps=0.1, min_points=5)))
+    labels = set(np.unique(res.instance[4000:]).tolist())
+    assert len(labels - {0}) == 1
+
+
+def test_large_clouds_are_subsampled_and_labels_carried_back(cloud) -> None:
+    res = segment(cloud, replace(SMALL, method="dbscan", max_points=8000))
+    assert res.processed_points == 8000 and len(res.instance) == len(cloud)
+    assert (res.instance > 0).sum() > 0
+
+
+def test_rescoring_with_new_thresholds(cloud, result) -> None:
+    loose = replace(SMALL, reward=replace(SMALL.reward, found_threshold=0.3))
+    again = resegment(result, cloud, loose)
+    assert len(again.segments) >= len(result.segments)
+    assert again.trajectories == result.trajectories
+    with pytest.raises(Exception, match="GrabS"):
+        resegment(segment(cloud, replace(SMALL, method="dbscan")), cloud, loose)
+
+
+def test_tiny_clouds_are_refused() -> None:
+    from engines.core import EngineError
+
+    with pytest.raises(EngineError, match="at least 100"):
+        segment(PointCloud(np.zeros((10, 3), np.float32)))

@@ -1,0 +1,67 @@
+"""Deduplication, per-point labels, floor/wall removal and anchors."""
+from __future__ import annotations
+
+import numpy as np
+
+from engines.segmentation.masks import DedupParams, deduplicate, labels_from_masks
+from engines.segmentation.planes import PlaneParams, farthest_point_anchors, remove_planes
+
+
+def test_overlapping_masks_keep_the_better_one() -> None:
+    a = np.arange(0, 200)
+    b = np.arange(20, 220)  # IoU 0.82 with a
+    c = np.arange(500, 700)
+    kept = deduplicate([a, b, c], [0.6, 0.9, 0.5])
+    assert kept == [1, 2]
+
+
+def test_a_mask_mostly_inside_another_is_dropped() -> None:
+    big = np.arange(0, 1000)
+    part = np.arange(0, 150)  # entirely inside, IoU only 0.15
+    assert deduplicate([big, part], [0.9, 0.8]) == [0]
+    assert deduplicate([np.arange(0, 150), np.arange(100, 400)], [0.9, 0.8]) == [0, 1]  # 1/6 inside: kept
+
+
+def test_small_masks_are_dropped() -> None:
+    assert deduplicate([np.arange(50), np.arange(100, 300)], [0.9, 0.1], DedupParams(min_points=100)) == [1]
+
+
+def test_labels_give_shared_points_to_the_better_mask() -> None:
+    masks = [np.arange(0, 300), np.arange(250, 600), np.arange(590, 640)]
+    instance, score, sources = labels_from_masks(700, masks, [0.9, 0.7, 0.95], [2, 0, 1], min_points=40)
+    # Best first: mask 2 (50 points) -> label 1, mask 0 -> label 2, mask 1 keeps 300..589 -> label 3.
+    assert sources == [2, 0, 1]
+    assert (instance[590:640] == 1).all() and (instance[250:300] == 2).all() and (instance[300:590] == 3).all()
+    assert score[0] == np.float32(0.9) and instance[650] == 0 and score[650] == 0
+
+
+def _room(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    floor = np.column_stack([rng.uniform(0, 5, 6000), rng.uniform(0, 4, 6000), rng.normal(0, 0.004, 6000)])
+    wall = np.column_stack([rng.uniform(0, 5, 3000), rng.normal(0, 0.004, 3000), rng.uniform(0, 2.5, 3000)])
+    wall2 = np.column_stack([rng.normal(5, 0.004, 2500), rng.uniform(0, 4, 2500), rng.uniform(0, 2.5, 2500)])
+    top = np.column_stack([rng.uniform(1.5, 3.0, 1500), rng.uniform(1.5, 2.5, 1500), rng.normal(0.75, 0.004, 1500)])
+    box = np.column_stack([rng.uniform(3.5, 4.0, 800), rng.uniform(2.5, 3.0, 800), rng.uniform(0.05, 0.9, 800)])
+    pts = np.concatenate([floor, wall, wall2, top, box])
+    kind = np.concatenate([np.zeros(6000), np.ones(3000), np.ones(2500), np.full(1500, 2), np.full(800, 3)])
+    return pts, kind
+
+
+def test_floor_and_walls_go_table_tops_stay() -> None:
+    pts, kind = _room()
+    keep, planes, floor_z = remove_planes(pts, PlaneParams())
+    assert sorted(p.kind for p in planes) == ["floor", "wall", "wall"]
+    assert abs(floor_z) < 0.01
+    assert keep[kind <= 1].mean() < 0.01, "floor and walls removed"
+    assert keep[kind == 2].mean() > 0.99, "the table top is not the floor"
+    assert keep[kind == 3].mean() > 0.9
+
+
+def test_anchors_spread_over_the_points() -> None:
+    pts, kind = _room()
+    objects = pts[kind >= 2]
+    anchors = farthest_point_anchors(objects, 6)
+    assert anchors.shape == (6, 3)
+    # Both clusters (table top and box) get anchors.
+    assert (anchors[:, 0] > 3.4).any() and (anchors[:, 0] < 3.1).any()
+    assert farthest_point_anchors(objects[:3], 10).shape[0] <= 3

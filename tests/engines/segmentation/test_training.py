@@ -1,0 +1,64 @@
+"""The prior's training command: a few seconds of real training, resuming, and the loss pieces."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from engines.core import EngineError
+from engines.segmentation.prior import ObjectPrior, count_parameters, load_checkpoint, load_prior
+from engines.segmentation.prior_data import ObjectPool, make_sample
+from engines.segmentation.training import TrainParams, train_prior, yaw_loss
+
+
+def test_yaw_loss_respects_symmetry() -> None:
+    target = torch.tensor([0.3, 0.3, 0.3, 0.3])
+    pred = target + torch.tensor([math.pi, math.pi, math.pi / 2, 1.0])
+    sym = torch.tensor([1, 2, 4, 0])
+    loss = yaw_loss(pred, target, sym)
+    assert loss[0] == pytest.approx(2.0, abs=1e-5)  # no symmetry: half a turn is the worst
+    assert loss[1] == pytest.approx(0.0, abs=1e-5)  # 2-fold: half a turn is the same shape
+    assert loss[2] == pytest.approx(0.0, abs=1e-5)  # 4-fold: a quarter turn too
+    assert loss[3] == 0.0  # round: any yaw
+
+
+def test_samples_are_normalised_crops_with_clean_targets() -> None:
+    rng = np.random.default_rng(0)
+    pool = ObjectPool(8, rng)
+    s = make_sample(pool, rng)
+    assert s.inputs.shape == (512, 3) and np.abs(s.inputs).max() <= 0.5 + 1e-5
+    assert s.queries.shape == (1024, 3) and s.sdf.shape == (1024,)
+    uniform = s.queries[-102:]
+    assert np.abs(uniform).max() <= 0.55 + 1e-5
+    assert np.median(np.abs(s.sdf[:600])) < 0.05  # most queries near the surface
+    assert abs(s.pitch) <= math.radians(15) + 1e-9 and abs(s.roll) <= math.radians(15) + 1e-9
+
+
+def test_model_size_is_a_few_hundred_thousand_parameters() -> None:
+    n = count_parameters(ObjectPrior())
+    assert 100_000 <= n <= 500_000
+
+
+def test_short_training_writes_and_resumes(tmp_path: Path) -> None:
+    ckpt = tmp_path / "p.pt"
+    params = TrainParams(minutes=0.04, batch=4, pool=6, inputs=128, queries=128, val_size=8, save_every_s=1.0)
+    first = train_prior(ckpt, params)
+    assert ckpt.exists() and first.steps > 0 and {"l1_near_surface", "mask_iou"} <= set(first.metrics)
+    second = train_prior(ckpt, params)
+    assert second.steps > first.steps and second.wall_seconds > first.wall_seconds
+    _, payload = load_checkpoint(ckpt)
+    assert payload["state"]["step"] == second.steps and "optimizer" in payload
+    with pytest.raises(EngineError, match="seed"):
+        train_prior(ckpt, TrainParams(minutes=0.01, seed=5, batch=2, pool=4, val_size=4))
+
+
+def test_bad_checkpoint_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(EngineError, match="not a segmentation prior"):
+        load_prior(bad)
+    with pytest.raises(EngineError, match="not found"):
+        load_prior(tmp_path / "missing.pt")

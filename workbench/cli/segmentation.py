@@ -1,0 +1,172 @@
+"""`workbench segmentation ...`: scenes, run, eval, bench and train-prior for GrabS."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from engines.core import EngineError, ProgressFn, CancelToken
+
+from .common import add_command, add_group, cli_job, existing_file, output
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = add_group(sub, "segmentation", "3D object segmentation without scene labels (GrabS)")
+
+    scenes = add_command(group, "scenes", cmd_scenes, "write procedural benchmark rooms (PLY with a ground-truth 'instance' field)")
+    scenes.add_argument("--n", type=int, default=10, help="how many rooms (default 10)")
+    scenes.add_argument("--seed", type=int, default=0, help="seed of the first room (default 0)")
+    scenes.add_argument("--out", type=Path, required=True, help="folder to write scene_NNN.ply / .json into")
+    scenes.add_argument("--points", type=int, default=20000, help="points per room (default 20000)")
+
+    run = add_command(group, "run", cmd_run, "segment a point cloud (PLY/PCD/XYZ/PTS/NPZ) and write a labelled PLY")
+    run.add_argument("scene", type=existing_file, help="input point cloud")
+    run.add_argument("--method", choices=("grabs", "dbscan"), default="grabs", help="GrabS agent (default) or the DBSCAN baseline")
+    run.add_argument("--out", type=Path, required=True, help="labelled output (.ply keeps 'instance' and 'score')")
+    run.add_argument("--summary", type=Path, help="also write the JSON summary to this file")
+    run.add_argument("--scannet", type=Path, help="also write the ScanNet benchmark layout into this folder")
+    run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
+    run.add_argument("--anchors", type=int, default=40, help="agent anchors (default 40)")
+    run.add_argument("--seed", type=int, default=0)
+
+    ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
+    ev.add_argument("--pred", type=existing_file, required=True, help="prediction with 'instance' (and 'score') per point")
+    ev.add_argument("--gt", type=existing_file, required=True, help="ground truth with 'instance' per point, same points")
+
+    bench = add_command(group, "bench", cmd_bench, "GrabS vs DBSCAN on benchmark scenes: AP, AP50, AP25, seconds per scene")
+    bench.add_argument("--scenes", type=Path, required=True, help="folder of scene_NNN.ply written by 'scenes'")
+    bench.add_argument("--limit", type=int, help="only the first N scenes")
+    bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
+    bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
+
+    train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
+    train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
+    train.add_argument("--out", type=Path, required=True, help="checkpoint to write (and resume from when it exists)")
+    train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
+    train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
+
+
+def _params(**kwargs: Any):
+    from dataclasses import replace
+
+    from engines.segmentation.pipeline import SegmentParams
+
+    params = SegmentParams()
+    try:
+        agent = replace(params.agent, anchors=kwargs.pop("anchors")) if "anchors" in kwargs else params.agent
+        return replace(params, agent=agent, **kwargs)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
+
+
+def cmd_scenes(args: argparse.Namespace) -> None:
+    from engines.segmentation.bench import write_scenes
+    from engines.segmentation.scenes import SceneParams
+
+    try:
+        scene_params = SceneParams(n_points=args.points)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
+    with cli_job(args, "scenes ") as (progress, cancel):
+        paths = write_scenes(args.out, args.n, args.seed, scene_params, progress, cancel)
+    output(args, {"out": str(args.out), "scenes": [str(p) for p in paths]}, f"wrote {len(paths)} scenes to {args.out}")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from engines.core import configure_threads
+    from engines.segmentation.export import export_json, export_ply, export_scannet
+    from engines.segmentation.pipeline import segment
+    from engines.segmentation.pointio import read_cloud
+
+    if args.out.suffix.lower() not in (".ply", ".pcd", ".npz"):
+        raise EngineError(f"--out {args.out.name}: use .ply (or .pcd / .npz) so that 'instance' and 'score' are kept")
+    cloud = read_cloud(args.scene)  # a bad file fails here, before torch is imported
+    configure_threads()
+    params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""))
+    with cli_job(args, "run ") as (progress, cancel):
+        result = segment(cloud, params, progress, cancel)
+    export_ply(args.out, cloud, result)
+    summary = {**result.summary(), "input": str(args.scene), "out": str(args.out), "dropped_non_finite": cloud.dropped}
+    if args.summary:
+        export_json(args.summary, result, {"input": str(args.scene), "out": str(args.out)})
+    if args.scannet:
+        export_scannet(args.scannet, result, args.scene.stem if _plain(args.scene.stem) else "scene")
+    human = f"{len(result.segments)} segments in {result.seconds:.1f} s -> {args.out}"
+    if cloud.dropped:
+        human += f" ({cloud.dropped} NaN/inf points dropped)"
+    output(args, summary, human)
+
+
+def _plain(name: str) -> bool:
+    import re
+
+    return re.fullmatch(r"[A-Za-z0-9_.-]+", name) is not None
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    from engines.core import to_jsonable
+    from engines.segmentation.metrics import ScenePrediction, evaluate
+    from engines.segmentation.pointio import read_cloud
+
+    pred, gt = read_cloud(args.pred), read_cloud(args.gt)
+    if gt.instance is None:
+        raise EngineError(f"{args.gt.name} has no 'instance' field to evaluate against")
+    if pred.instance is None:
+        raise EngineError(f"{args.pred.name} has no 'instance' field (write it with 'workbench segmentation run')")
+    if len(pred) != len(gt):
+        raise EngineError(f"{args.pred.name} has {len(pred)} points but {args.gt.name} has {len(gt)}: they must be the same cloud")
+    result = evaluate([ScenePrediction.from_labels(gt.instance, pred.instance, pred.score)])
+    data = {"ap": result.ap, "ap50": result.ap50, "ap25": result.ap25, "per_threshold": result.per_threshold,
+            "gt_objects": result.n_gt, "predictions": result.n_pred,
+            "curves": {k: to_jsonable(v) for k, v in result.curves.items() if k in ("0.25", "0.50")}}
+    output(args, data, f"AP {result.ap:.3f}  AP50 {result.ap50:.3f}  AP25 {result.ap25:.3f}  ({result.n_pred} predictions, {result.n_gt} objects)")
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    from engines.core import configure_threads
+    from engines.segmentation.bench import run_bench
+
+    if not args.scenes.is_dir():
+        raise EngineError(f"{args.scenes} is not a folder of scenes")
+    configure_threads()
+    params = _params(prior=str(args.prior or ""), anchors=args.anchors)
+    with cli_job(args, "bench ") as (progress, cancel):
+        result = run_bench(args.scenes, params, limit=args.limit, progress=progress, cancel=cancel)
+    output(args, result, result.pop("table"))
+
+
+def cmd_train_prior(args: argparse.Namespace) -> None:
+    from engines.core import configure_threads
+    from engines.segmentation.training import TrainParams, train_prior
+
+    try:
+        params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
+    configure_threads()
+    log_path = args.out.with_suffix(".log.jsonl")
+    with cli_job(args, "train ") as (progress, cancel):
+        result = train_prior(args.out, params, progress, cancel, log_path=log_path)
+    human = f"wrote {result.checkpoint}: {result.steps} steps, {result.wall_seconds / 60:.1f} min, {result.parameters:,} parameters\n"
+    human += "\n".join(f"  {k}: {v:.4f}" for k, v in result.metrics.items())
+    output(args, {"checkpoint": result.checkpoint, "steps": result.steps, "wall_seconds": result.wall_seconds,
+                  "parameters": result.parameters, "metrics": result.metrics}, human)
+
+
+def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict:
+    """Segment the embedded example room; write the labelled PLY, JSON summary and ScanNet layout."""
+    from engines.core import configure_threads
+    from engines.segmentation.example import example_cloud
+    from engines.segmentation.export import export_json, export_ply, export_scannet
+    from engines.segmentation.metrics import ScenePrediction, evaluate
+    from engines.segmentation.pipeline import SegmentParams, segment
+
+    configure_threads()
+    cloud = example_cloud()
+    result = segment(cloud, SegmentParams(), progress, cancel)
+    export_ply(out / "example_pred.ply", cloud, result)
+    ap = evaluate([ScenePrediction.from_labels(cloud.instance, result.instance, result.score)])
+    export_json(out / "example_summary.json", result, {"ap": ap.ap, "ap50": ap.ap50, "ap25": ap.ap25})
+    export_scannet(out / "scannet", result, "example")
+    return {"segments": len(result.segments), "ap50": ap.ap50, "ap25": ap.ap25, "files": ["example_pred.ply", "example_summary.json", "scannet/"]}
