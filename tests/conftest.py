@@ -18,6 +18,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from workbench.display import ensure_display
 
     ensure_display(need_gl=True)  # an Xvfb of our own when there is no DISPLAY, else offscreen
+    from workbench.app import share_gl_contexts
+
+    share_gl_contexts()  # as the app does, before pytest-qt creates the QApplication
 
 
 @pytest.fixture(autouse=True)

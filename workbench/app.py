@@ -15,10 +15,23 @@ def create_app(argv: list[str] | None = None):
     os.environ.setdefault("QT_API", "pyside6")
     from PySide6.QtWidgets import QApplication
 
+    share_gl_contexts()
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     app.setApplicationName("Workbench")
     app.setOrganizationName("Workbench")
     return app
+
+
+def share_gl_contexts() -> None:
+    """Let every OpenGL view share one context group (must precede the QApplication).
+
+    pyqtgraph caches one shader program per GL item class; without sharing, a floated dock or a
+    second window gets a new context where those programs do not exist.
+    """
+    from PySide6.QtCore import QCoreApplication, Qt
+
+    if QCoreApplication.instance() is None:
+        QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 
 
 def install_loop(app):

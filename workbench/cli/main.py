@@ -123,6 +123,16 @@ def _headless_window(size: str):
     return app, window
 
 
+def _close_headless(app, window) -> None:
+    """Close and destroy the window now, while the private X server still runs (it stops at exit)."""
+    import shiboken6
+
+    window._close_confirmed = True
+    window.close()
+    app.processEvents()
+    shiboken6.delete(window)
+
+
 def _wait_for(app, predicate, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -164,12 +174,11 @@ def cmd_screenshot(args: argparse.Namespace) -> None:
             problem = _run_and_wait(app, window, args.panel, args.timeout)
     _wait_for(app, lambda: False, 0.3)
     path = grab_to_png(target, args.out)
-    window._close_confirmed = True
-    window.close()
+    size = target.grab().size()
+    _close_headless(app, window)
     if problem:
         raise EngineError(f"the {args.panel} panel could not run: {problem}")
-    image = target.grab().size()
-    output(args, {"out": str(path), "width": image.width(), "height": image.height(), "panel": args.panel}, f"wrote {path}")
+    output(args, {"out": str(path), "width": size.width(), "height": size.height(), "panel": args.panel}, f"wrote {path}")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
@@ -207,8 +216,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
             if problem:
                 entry["panel_problem"] = problem
         grab_to_png(window, out / "window.png")
-        window._close_confirmed = True
-        window.close()
+        _close_headless(app, window)
     lines = [f"{name:14} {entry['status']}" for name, entry in report["methods"].items()]
     output(args, report, "\n".join(lines + [f"written to {out}"]))
 
