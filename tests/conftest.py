@@ -18,9 +18,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from workbench.display import ensure_display
 
     ensure_display(need_gl=True)  # an Xvfb of our own when there is no DISPLAY, else offscreen
-    from workbench.app import share_gl_contexts
+    from workbench.app import load_llvm_users_before_gl, share_gl_contexts
 
-    share_gl_contexts()  # as the app does, before pytest-qt creates the QApplication
+    load_llvm_users_before_gl()  # as the app does, before pytest-qt creates the QApplication
+    share_gl_contexts()
 
 
 @pytest.fixture(autouse=True)

@@ -15,11 +15,25 @@ def create_app(argv: list[str] | None = None):
     os.environ.setdefault("QT_API", "pyside6")
     from PySide6.QtWidgets import QApplication
 
+    load_llvm_users_before_gl()
     share_gl_contexts()
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     app.setApplicationName("Workbench")
     app.setOrganizationName("Workbench")
     return app
+
+
+def load_llvm_users_before_gl() -> None:
+    """Load triton's LLVM before the first OpenGL context exists.
+
+    Mesa's software OpenGL (llvmpipe) loads its own LLVM; importing triton after that (as
+    torch.compile and the FlashMask triton backend do) crashes the process in triton's library
+    initialiser. Loaded in the other order both work. Costs ~0.2 s at start-up.
+    """
+    try:
+        import triton  # noqa: F401
+    except ImportError:  # triton is optional off Linux x86-64
+        pass
 
 
 def share_gl_contexts() -> None:

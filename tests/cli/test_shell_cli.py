@@ -24,11 +24,12 @@ def test_unknown_command_is_one_error_line_and_exit_2(cli) -> None:
 
 def test_screenshot_writes_a_png_of_the_window(cli, tmp_path: Path) -> None:
     target = tmp_path / "shot.png"
-    out = cli("screenshot", "--out", str(target), "--size", "900x600", "--json")
+    out = cli("screenshot", "--out", str(target), "--size", "1300x820", "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["out"] == str(target)
+    data = json.loads(out.stdout)
+    assert data["out"] == str(target)
     image = QImage(str(target))
-    assert image.width() == 900 and image.height() == 600
+    assert (image.width(), image.height()) == (data["width"], data["height"]) == (1300, 820)
 
 
 def test_screenshot_rejects_absurd_sizes(cli, tmp_path: Path) -> None:
