@@ -1,0 +1,106 @@
+"""The ego vehicle: a kinematic bicycle (nuPlan's Pacifica) and the tracker that follows a plan.
+
+State is kept at the box centre (like every agent); the bicycle integrates the rear axle.
+Tracker: pure pursuit for steering, a PI speed loop with the plan's acceleration fed forward.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .geometry import wrap_angle
+
+WHEELBASE = 3.089
+LENGTH = 5.176
+WIDTH = 2.297
+REAR_TO_CENTER = 1.461  # rear axle to box centre (Pacifica: 1.127 m rear overhang)
+MAX_STEER = 0.6  # rad
+MAX_STEER_RATE = 1.2  # rad/s
+ACCEL_LIMITS = (-8.0, 3.0)
+
+
+@dataclass
+class EgoState:
+    x: float
+    y: float
+    heading: float
+    speed: float
+    acceleration: float = 0.0
+    steering: float = 0.0
+    yaw_rate: float = 0.0
+
+    def as_array(self) -> np.ndarray:
+        return np.array([self.x, self.y, self.heading, self.speed, self.acceleration, self.steering, self.yaw_rate])
+
+
+def step_bicycle(state: EgoState, accel: float, steer_target: float, dt: float) -> EgoState:
+    """One explicit step of the kinematic bicycle with steering-rate and actuator limits."""
+    accel = float(np.clip(accel, *ACCEL_LIMITS))
+    steer_target = float(np.clip(steer_target, -MAX_STEER, MAX_STEER))
+    steer = state.steering + float(np.clip(steer_target - state.steering, -MAX_STEER_RATE * dt, MAX_STEER_RATE * dt))
+    v0 = state.speed
+    v1 = max(0.0, v0 + accel * dt)
+    accel = (v1 - v0) / dt
+    v_mid = 0.5 * (v0 + v1)
+    rx = state.x - REAR_TO_CENTER * np.cos(state.heading)
+    ry = state.y - REAR_TO_CENTER * np.sin(state.heading)
+    yaw_rate = v_mid * np.tan(steer) / WHEELBASE
+    h_mid = state.heading + 0.5 * yaw_rate * dt
+    rx += v_mid * np.cos(h_mid) * dt
+    ry += v_mid * np.sin(h_mid) * dt
+    heading = float(wrap_angle(state.heading + yaw_rate * dt))
+    return EgoState(
+        rx + REAR_TO_CENTER * np.cos(heading), ry + REAR_TO_CENTER * np.sin(heading), heading, v1, accel, steer, yaw_rate
+    )
+
+
+class Tracker:
+    """Pure pursuit + PI speed control on a plan of centre poses sampled every ``dt`` seconds."""
+
+    def __init__(self, dt: float = 0.1, speed_lead: float = 0.5, kp: float = 1.2, ki: float = 0.1) -> None:
+        self.dt = dt
+        self.speed_lead = speed_lead
+        self.kp = kp
+        self.ki = ki
+        self._integral = 0.0
+
+    def reset(self) -> None:
+        self._integral = 0.0
+
+    def control(self, state: EgoState, plan: np.ndarray) -> tuple[float, float]:
+        """Acceleration and steering angle that follow ``plan`` ((T+1, >=3): x, y, heading; row 0 = now)."""
+        xy = np.asarray(plan[:, :2], dtype=float)
+        n = len(xy)
+        # Speed profile of the plan from its displacements (robust to jitter in learned plans).
+        seg = np.linalg.norm(np.diff(xy, axis=0), axis=1) / self.dt
+        lead = max(1, min(int(round(self.speed_lead / self.dt)), n - 2))
+        window = seg[max(0, lead - 2): lead + 2]
+        v_ref = float(window.mean()) if len(window) else 0.0
+        a_ff = (v_ref - float(seg[:2].mean())) / (lead * self.dt) if len(seg) >= 2 else 0.0
+        err = v_ref - state.speed
+        self._integral = float(np.clip(self._integral + err * self.dt, -2.0, 2.0))
+        accel = 0.5 * a_ff + self.kp * err + self.ki * self._integral
+        if v_ref < 0.2 and state.speed < 0.5:
+            accel = min(accel, -state.speed / self.dt)
+            self._integral = 0.0
+        steer = self._pure_pursuit(state, plan)
+        return accel, steer
+
+    def _pure_pursuit(self, state: EgoState, plan: np.ndarray) -> float:
+        rear = np.array([state.x - REAR_TO_CENTER * np.cos(state.heading), state.y - REAR_TO_CENTER * np.sin(state.heading)])
+        heads = np.asarray(plan[:, 2], dtype=float)
+        path = np.asarray(plan[:, :2], dtype=float) - REAR_TO_CENTER * np.stack([np.cos(heads), np.sin(heads)], axis=1)
+        lookahead = float(np.clip(3.0 + 0.5 * state.speed, 4.0, 14.0))
+        d = np.linalg.norm(path - rear, axis=1)
+        beyond = np.nonzero(d >= lookahead)[0]
+        if len(beyond):
+            target = path[beyond[0]]
+        else:  # short plan (stopping): extend along its last heading
+            target = path[-1] + (lookahead - d[-1]) * np.array([np.cos(heads[-1]), np.sin(heads[-1])])
+        c, s = np.cos(state.heading), np.sin(state.heading)
+        rel = target - rear
+        lx, ly = c * rel[0] + s * rel[1], -s * rel[0] + c * rel[1]
+        ld2 = max(lx * lx + ly * ly, 1e-6)
+        curvature = 2.0 * ly / ld2
+        return float(np.arctan(WHEELBASE * curvature))
