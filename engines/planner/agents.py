@@ -99,6 +99,26 @@ class AgentSim:
             if statics else np.zeros((0, 4, 2))
         )
 
+    def place(self, i: int, x: float, y: float, heading: float | None = None, speed: float | None = None) -> None:
+        """Move agent i (e.g. dragged in the panel); from here it drives reactively along its lane."""
+        h = float(self.state[i, 2] if heading is None else heading)
+        v = float(self.state[i, 3] if speed is None else speed)
+        tr = self.tracks[i]
+        if tr.mode != "idm":
+            spec = tr.spec
+            moved = Agent(spec.id, spec.kind, spec.length, spec.width, ((x, y, h, v),))
+            tr.mode = "idm"
+            self._set_path(tr, self.scene.default_agent_route(moved))
+        else:
+            lid = self.scene.closest_lane(np.array([x, y]), h)
+            self._set_path(tr, self.scene.default_agent_route(Agent(tr.spec.id, "vehicle", 4.0, 2.0, ((x, y, h, v),), route=(lid,))))
+        assert tr.path is not None
+        s, d = tr.path.project(np.array([[x, y]]))
+        tr.s, tr.d, tr.v = float(s[0]), float(d[0]), v
+        tr.brake, tr.v0_override, tr.lane_change_until = None, None, -1.0
+        self.state[i] = (x, y, h, v)
+        self.active[i] = True
+
     def corners(self) -> np.ndarray:
         s = self.state
         return box_corners(s[:, 0], s[:, 1], s[:, 2], self.length, self.width)

@@ -21,7 +21,7 @@ from .scene import Scene
 from .simulation import Simulator, run_episode
 
 TRAIN_SEED_BASE = 100_000  # training scenes never share a seed with the benchmark's
-SAMPLE_STRIDE = 3
+SAMPLE_STRIDE = 2
 LABEL_STRIDE = int(round(F.FUTURE_DT / PLAN_DT))
 
 

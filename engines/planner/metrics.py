@@ -190,7 +190,7 @@ def compute_cls(
             if not hit[:, j].any():
                 continue
             k = int(np.argmax(hit[:, j]))
-            multi = len(scene.lanes_touching(shapely.Polygon(ego_boxes[k]))) > 1 and _straddles(scene, ego_boxes[k])
+            multi = _straddles(scene, ego_boxes[k])
             ctype, fault = classify_collision(ego[k, :4], agents.states[k, j], agents.size[j], multi, bool(outside[k] > th.drivable_tolerance), th)
             collisions.append(Collision(k, int(agents.ids[j]), agents.kinds[j], ctype, fault))
     statics = scene.scenario.static_objects
@@ -278,12 +278,10 @@ def compute_cls(
 
 
 def _straddles(scene: Scene, box: np.ndarray) -> bool:
-    """True when the ego box's centre line touches two lanes (more than a corner grazing a boundary)."""
-    front = (box[0] + box[1]) / 2
-    rear = (box[2] + box[3]) / 2
-    lanes_f, lanes_r = set(scene.lanes_at(front)), set(scene.lanes_at(rear))
-    lanes_c = set(scene.lanes_at((front + rear) / 2))
-    return len(lanes_f | lanes_r | lanes_c) > 1 and not (lanes_f & lanes_r & lanes_c)
+    """True when the ego box lies substantially (> 15 % of its area) in two or more lanes."""
+    poly = shapely.Polygon(box)
+    share = [scene.lanes[lid].polygon.intersection(poly).area / poly.area for lid in scene.lanes_touching(poly)]
+    return sum(a > 0.15 for a in share) > 1
 
 
 def time_to_collision(ego: np.ndarray, agents: Track, scene: Scene, dt: float, th: Thresholds = TH,

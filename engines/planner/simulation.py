@@ -84,6 +84,14 @@ class Simulator:
             scene=self.scene,
         )
 
+    def refresh_now(self) -> None:
+        """Record the agents' current states again after an edit of the world at this step."""
+        k = self.step_index + HISTORY_STEPS
+        self._hist[k] = self.agents.state
+        self._valid[k] = self.agents.active
+        self.agent_log[-1] = self.agents.state.copy()
+        self.valid_log[-1] = self.agents.active.copy()
+
     def _advance(self, new_ego: EgoState) -> None:
         self.agents.step(np.array([self.ego.x, self.ego.y, self.ego.heading, self.ego.speed]), (LENGTH, WIDTH))
         self.ego = new_ego

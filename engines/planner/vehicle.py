@@ -1,7 +1,8 @@
 """The ego vehicle: a kinematic bicycle (nuPlan's Pacifica) and the tracker that follows a plan.
 
 State is kept at the box centre (like every agent); the bicycle integrates the rear axle.
-Tracker: pure pursuit for steering, a PI speed loop with the plan's acceleration fed forward.
+Tracker: pure pursuit for steering, a proportional speed loop with the plan's acceleration fed
+forward. It keeps no state, so a re-run from a recorded frame continues exactly.
 """
 from __future__ import annotations
 
@@ -56,17 +57,12 @@ def step_bicycle(state: EgoState, accel: float, steer_target: float, dt: float) 
 
 
 class Tracker:
-    """Pure pursuit + PI speed control on a plan of centre poses sampled every ``dt`` seconds."""
+    """Pure pursuit + proportional speed control on a plan of centre poses every ``dt`` seconds."""
 
-    def __init__(self, dt: float = 0.1, speed_lead: float = 0.5, kp: float = 1.2, ki: float = 0.1) -> None:
+    def __init__(self, dt: float = 0.1, speed_lead: float = 0.5, kp: float = 1.2) -> None:
         self.dt = dt
         self.speed_lead = speed_lead
         self.kp = kp
-        self.ki = ki
-        self._integral = 0.0
-
-    def reset(self) -> None:
-        self._integral = 0.0
 
     def control(self, state: EgoState, plan: np.ndarray) -> tuple[float, float]:
         """Acceleration and steering angle that follow ``plan`` ((T+1, >=3): x, y, heading; row 0 = now)."""
@@ -78,12 +74,9 @@ class Tracker:
         window = seg[max(0, lead - 2): lead + 2]
         v_ref = float(window.mean()) if len(window) else 0.0
         a_ff = (v_ref - float(seg[:2].mean())) / (lead * self.dt) if len(seg) >= 2 else 0.0
-        err = v_ref - state.speed
-        self._integral = float(np.clip(self._integral + err * self.dt, -2.0, 2.0))
-        accel = 0.5 * a_ff + self.kp * err + self.ki * self._integral
+        accel = 0.5 * a_ff + self.kp * (v_ref - state.speed)
         if v_ref < 0.2 and state.speed < 0.5:
             accel = min(accel, -state.speed / self.dt)
-            self._integral = 0.0
         steer = self._pure_pursuit(state, plan)
         return accel, steer
 

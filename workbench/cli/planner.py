@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     video.add_argument("--size", default="800x600", help="frame size WIDTHxHEIGHT (default 800x600)")
 
     data = add_command(group, "data", cmd_data, "generate expert demonstrations on procedural scenarios")
-    data.add_argument("--episodes", type=int, default=480, help="episodes to simulate (default 480, 60 per type)")
+    data.add_argument("--episodes", type=int, default=320, help="episodes to simulate (default 320, 40 per type)")
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     data.add_argument("--out", type=Path, required=True, help="output .npz")
 
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
     train.add_argument("--out", type=Path, required=True, help="training checkpoint (.pt); resumed when it exists")
     train.add_argument("--data", type=Path, default=Path("planner-data.npz"), help="expert data .npz (generated first if missing)")
-    train.add_argument("--episodes", type=int, default=480, help="episodes to generate when --data is missing (default 480)")
+    train.add_argument("--episodes", type=int, default=320, help="episodes to generate when --data is missing (default 320)")
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
     train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")

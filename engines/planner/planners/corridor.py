@@ -48,9 +48,18 @@ class PathFrame:
         return s.reshape(shape), d.reshape(shape), inside.reshape(shape)
 
 
-def corridor_hits(frame: PathFrame, corners: np.ndarray, d_lo: np.ndarray | float, d_hi: np.ndarray | float, reach: float) -> np.ndarray:
-    """Nearest arc length of boxes (..., 4, 2) inside the lateral band [d_lo, d_hi] of the path; inf if not in it."""
-    s, d, inside = frame.project(corners, frame.s0 - 10.0, frame.s0 + reach)
+Projection = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def project_corners(frame: PathFrame, corners: np.ndarray, reach: float) -> Projection:
+    """Arc length, lateral offset and 'inside the window' of box corners (..., 4, 2): computed once
+    per plan and shared by every lateral band that is tested."""
+    return frame.project(corners, frame.s0 - 10.0, frame.s0 + reach)
+
+
+def corridor_hits(proj: Projection, d_lo: float, d_hi: float) -> np.ndarray:
+    """Nearest arc length of projected boxes inside the lateral band [d_lo, d_hi]; inf if not in it."""
+    s, d, inside = proj
     lat = (d.max(-1) >= d_lo) & (d.min(-1) <= d_hi)
     ok = lat & inside.any(-1)
     return np.where(ok, s.min(-1), np.inf)
@@ -86,7 +95,7 @@ def forecast_obstacles(obs: Observation, horizon: float, step: float = 0.5, radi
 
 
 def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float, float], reach: float, forecast: bool,
-                    ego_speed: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                    ego_speed: float = 0.0, proj: Projection | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Leading-obstacle arc length per fine step and its along-path speed.
 
     forecast=False (IDM planner): only the present occupancy counts, moved along the path at the
@@ -95,7 +104,7 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
     current speed, clears the point a second before the obstacle arrives.
     ``d_band``: the lateral offsets the ego sweeps (now and target); the corridor is that band
     widened by half the ego's width plus 0.3 m. Returns s_lead (M, Tf) and v_lead (M,) for
-    Tf = horizon / PLAN_DT + 1 fine steps.
+    Tf = horizon / PLAN_DT + 1 fine steps. ``proj``: the obstacles' corners already projected.
     """
     half = WIDTH / 2 + 0.3
     d_lo, d_hi = min(d_band) - half, max(d_band) + half
@@ -104,12 +113,14 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
     tf = np.arange(0.0, times[-1] + 1e-9, PLAN_DT)
     if m == 0:
         return np.full((0, len(tf)), np.inf), np.zeros(0)
+    if proj is None:
+        proj = project_corners(frame, obstacles.corners if forecast else obstacles.corners[:, :1], reach)
     if not forecast:
-        s_now = corridor_hits(frame, obstacles.corners[:, 0], d_lo, d_hi, reach)
+        s_now = corridor_hits(proj, d_lo, d_hi)[:, 0]
         path_h = frame.path.heading_at(np.clip(np.where(np.isfinite(s_now), s_now, frame.s0), 0, frame.path.length))
         v_along = np.maximum(0.0, obstacles.speed * np.cos(wrap_angle(obstacles.heading - path_h)))
         return s_now[:, None] + v_along[:, None] * tf[None], v_along
-    s_all = corridor_hits(frame, obstacles.corners, d_lo, d_hi, reach)  # (M, Tc)
+    s_all = corridor_hits(proj, d_lo, d_hi)  # (M, Tc)
     # Does the obstacle move along the path where it occupies it, or across it?
     h_at = frame.path.heading_at(np.clip(np.where(np.isfinite(s_all), s_all, frame.s0), 0, frame.path.length))
     cos_rel = np.cos(wrap_angle(obstacles.heading[:, None] - h_at))
@@ -146,13 +157,13 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
 
 
 def change_leaders(frame: PathFrame, obstacles: Obstacles, target: float, reach: float, forecast: bool, blend: float,
-                   ego_speed: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                   ego_speed: float = 0.0, proj: Projection | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Leaders for driving at lateral offset ``target``: boxes in the target lane, plus boxes in the
     band swept on the way there while they are closer than the end of the lane change."""
-    s_t, v_t = leaders_on_path(frame, obstacles, (target, target), reach, forecast, ego_speed)
+    s_t, v_t = leaders_on_path(frame, obstacles, (target, target), reach, forecast, ego_speed, proj)
     if abs(target - frame.d0) < 0.5:
         return s_t, v_t
-    s_w, v_w = leaders_on_path(frame, obstacles, (frame.d0, target), reach, forecast, ego_speed)
+    s_w, v_w = leaders_on_path(frame, obstacles, (frame.d0, target), reach, forecast, ego_speed, proj)
     s_w = np.where(s_w < frame.s0 + LENGTH / 2 + blend, s_w, np.inf)
     return np.concatenate([s_t, s_w]), np.concatenate([v_t, v_w])
 

@@ -10,7 +10,7 @@ from ..metrics import TH, WEIGHTS
 from ..scene import Scene
 from ..vehicle import LENGTH, REAR_TO_CENTER, WIDTH
 from .base import PLAN_DT, PLAN_STEPS, Observation, Plan
-from .corridor import PathFrame, change_leaders, forecast_obstacles, idm_profile, path_plan
+from .corridor import PathFrame, change_leaders, forecast_obstacles, idm_profile, path_plan, project_corners
 from .rules import blend_length, lane_offset_ok
 
 SPEED_FRACTIONS = (0.2, 0.4, 0.6, 0.8, 1.0)
@@ -137,7 +137,8 @@ class PDMPlanner:
             offsets += [o for o in (-width, width) if lane_offset_ok(scene, frame, o, 60.0)]
         blend = blend_length(e.speed)
         limit = float(scene.route_speed_limit(frame.s0))
-        leads = [change_leaders(frame, obstacles, c, reach, False, blend, e.speed) for c in offsets]
+        proj = project_corners(frame, obstacles.corners[:, :1], reach)
+        leads = [change_leaders(frame, obstacles, c, reach, False, blend, e.speed, proj) for c in offsets]
         m = max(len(v) for _, v in leads)
         nf = len(self.speed_fractions)
         tf = leads[0][0].shape[1]

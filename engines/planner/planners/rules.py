@@ -8,7 +8,7 @@ from ..geometry import box_corners, boxes_overlap, wrap_angle
 from ..scene import Scene
 from ..vehicle import LENGTH, WIDTH
 from .base import PLAN_DT, PLAN_STEPS, Observation, Plan
-from .corridor import PathFrame, change_leaders, forecast_obstacles, idm_profile, leaders_on_path, path_plan
+from .corridor import PathFrame, change_leaders, forecast_obstacles, idm_profile, leaders_on_path, path_plan, project_corners
 
 EXPERT_STEPS = 80  # 8 s: the expert's plan is the training label of the diffusion model
 LAT_ACC_COMFORT = 2.5  # m/s^2 the expert allows in curves
@@ -83,6 +83,15 @@ class ExpertPlanner:
         self.scene = scene
         self.target = 0.0
         self.last_switch = -1e9
+        self._lanes_at: tuple[float, list[float]] = (-1e9, [])
+
+    def _lane_offsets(self, frame: PathFrame, obs: Observation) -> list[float]:
+        """Offsets of drivable neighbour lanes, re-checked every 5 m of progress (it is costly)."""
+        if abs(frame.s0 - self._lanes_at[0]) > 5.0:
+            e = obs.ego
+            width = self.scene.lanes[self.scene.closest_lane(np.array([e.x, e.y]), e.heading)].width
+            self._lanes_at = (frame.s0, [o for o in (-width, width) if lane_offset_ok(self.scene, frame, o, 60.0)])
+        return self._lanes_at[1]
 
     def _target_speed(self, frame: PathFrame, speed: float) -> float:
         """The speed limit, lowered ahead of curves so that braking for them stays comfortable."""
@@ -103,12 +112,11 @@ class ExpertPlanner:
         reach = 30.0 + horizon * max(e.speed, 8.0)
         v_target = self._target_speed(frame, e.speed)
         stop = scene.route_path.length - 1.0
-        width = scene.lanes[scene.closest_lane(np.array([e.x, e.y]), e.heading)].width
-
-        candidates = sorted({self.target, 0.0} | {o for o in (-width, width) if lane_offset_ok(scene, frame, o, 60.0)})
+        candidates = sorted({self.target, 0.0} | set(self._lane_offsets(frame, obs)))
         # One IDM rollout per candidate lane, each in the band the ego sweeps to get there.
         blend = blend_length(e.speed)
-        leads = [change_leaders(frame, obstacles, c, reach, True, blend, e.speed) for c in candidates]
+        proj = project_corners(frame, obstacles.corners, reach)
+        leads = [change_leaders(frame, obstacles, c, reach, True, blend, e.speed, proj) for c in candidates]
         m = max(len(v) for _, v in leads)
         tf = leads[0][0].shape[1]
         s_lead = np.full((len(candidates), m, tf), np.inf)
