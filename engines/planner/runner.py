@@ -267,3 +267,21 @@ def _lane_chain(scene: Scene, lane_id: str) -> tuple[str, ...]:
         out.append(scene.lanes[out[-1]].successors[0])
         total += scene.lanes[out[-1]].center.length
     return tuple(out)
+
+
+def denoise_at(episode: Episode, frame: int, params: RunParams, model: Any = None, scenario: Scenario | None = None) -> dict[str, Any]:
+    """The denoising trace of the diffusion planner's replan at ``frame`` of an episode (world frame)."""
+    if params.planner != "diffusion":
+        raise EngineError("the denoising view needs the diffusion planner")
+    if not (0 <= frame < max(episode.steps, 1)):
+        raise EngineError(f"frame {frame} is outside the episode (0-{episode.steps - 1})")
+    sc = scenario or episode.scenario
+    scene = Scene(sc)
+    sim = Simulator(scene, episode.reactive)
+    for row in episode.ego[1: frame + 1]:
+        sim.teleport(row)
+    planner = make_planner(params, model)
+    planner.reset(scene)
+    planner.record_trace = True
+    plan = planner.plan(sim.observation())
+    return {"step": frame, "steps": plan.trace["steps"], "chosen": plan.chosen}
