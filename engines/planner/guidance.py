@@ -27,7 +27,7 @@ MAX_STEP = 1.5  # m: cap on one step's displacement of a waypoint
 class GuidanceConfig:
     weights: dict[str, float] = field(default_factory=dict)  # term -> weight (absent or 0 = off)
     target_speed: float | None = None  # m/s; None = the lane's speed limit
-    t_max: float = 0.35  # apply at diffusion times below this (the x0 estimate is meaningful there)
+    t_max: float = 0.1  # apply at diffusion times below this, as the reference code does (the x0 estimate is meaningful there)
 
     @property
     def active(self) -> bool:

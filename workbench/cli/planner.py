@@ -131,3 +131,20 @@ def cmd_train(args: argparse.Namespace) -> None:
     if data_info:
         info["data"] = data_info
     output(args, info, f"{info['steps']} steps, {info['train_seconds']} s of training in all; ego loss {info['ego_loss']}")
+
+
+def demo(out: Path, progress, cancel) -> dict:
+    """Run the embedded example with the guided diffusion planner; write the episode, CSV and a GIF."""
+    from engines.core import configure_threads, resource_path, scaled
+    from engines.planner.episode import save_csv
+    from engines.planner.render import render_video
+    from engines.planner.runner import RunParams, run
+
+    configure_threads()
+    params = RunParams(scenario=str(resource_path("planner", "example_scenario.json")), planner="diffusion",
+                       guidance="collision,drivable,speed,comfort", reactive=True)
+    result = run(params, out=out / "planner-episode.json", progress=scaled(progress, 0.0, 0.8), cancel=cancel)
+    save_csv(result.episode, out / "planner-episode.csv")
+    render_video(result.episode, out / "planner-episode.gif", size=(480, 360), progress=scaled(progress, 0.8, 1.0), cancel=cancel)
+    summary = result.summary()
+    return {"cls": summary["cls"], "planner": summary["planner"], "files": ["planner-episode.json", "planner-episode.csv", "planner-episode.gif"]}
