@@ -8,7 +8,8 @@ by fixed scales, so the same code builds training samples and inference inputs:
 - lanes: the N_LANES nearest 30 m lane pieces (centre, direction, both boundaries, speed limit,
   on-route flag);
 - route: N_ROUTE pieces of the route ahead;
-- ego: current speed, acceleration and yaw rate (no ego history, as in the paper).
+- ego: current speed only (no history, acceleration or yaw rate: with them the model learns to
+  continue what the ego is already doing instead of reacting to the scene, the copycat problem).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ AGENT_DIM = HIST_LEN * 7 + 5
 STATIC_DIM = 6
 LANE_DIM = PIECE_PTS * 8 + 2
 ROUTE_DIM = PIECE_PTS * 4
-EGO_DIM = 3
+EGO_DIM = 1
 KINDS = ("vehicle", "pedestrian", "cyclist")
 
 
@@ -173,7 +174,7 @@ class FeatureBuilder:
             route[k] = np.column_stack([loc, np.cos(hd - theta), np.sin(hd - theta)]).reshape(-1)
             route_mask[k] = True
 
-        ego = np.array([e.speed / VEL_SCALE, e.acceleration / 3.0, e.yaw_rate], dtype=np.float32)
+        ego = np.array([e.speed / VEL_SCALE], dtype=np.float32)
         return Inputs(agents, agents_mask, statics, statics_mask, lanes, lanes_mask, route, route_mask, ego, nb_index, nb_current, nb_size)
 
 

@@ -26,6 +26,7 @@ class ModelConfig:
     mlp_ratio: float = 2.0
     n_neighbors: int = F.N_NEIGHBORS
     future_steps: int = F.FUTURE_STEPS
+    per_step_norm: bool = True  # normalise each waypoint by its own spread (else one mean/std for all)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,7 +53,7 @@ class SceneEncoder(nn.Module):
 
     def forward(self, x: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Scene tokens (B, S, d), their padding mask (B, S) True = empty, and the condition (B, d):
-        route embedding plus the ego's current speed, acceleration and yaw rate."""
+        route embedding plus the ego's current speed."""
         tokens = torch.cat([
             self.agent(x["agents"]) + self.type_emb[0],
             self.static(x["statics"]) + self.type_emb[1],
@@ -180,22 +181,34 @@ class DiffusionPlannerNet(nn.Module):
         self.cfg = cfg
         self.encoder = SceneEncoder(cfg)
         self.decoder = DiTDecoder(cfg)
-        # State normalisation of trajectories (x, y, cos, sin) for ego and neighbours; set from data.
-        self.register_buffer("ego_mean", torch.zeros(4))
-        self.register_buffer("ego_std", torch.ones(4))
-        self.register_buffer("nb_mean", torch.zeros(4))
-        self.register_buffer("nb_std", torch.ones(4))
+        # State normalisation of trajectories (x, y, cos, sin) per waypoint, ego and neighbours; set from data.
+        t1 = cfg.future_steps + 1
+        self.register_buffer("ego_mean", torch.zeros(t1, 4))
+        self.register_buffer("ego_std", torch.ones(t1, 4))
+        self.register_buffer("nb_mean", torch.zeros(t1, 4))
+        self.register_buffer("nb_std", torch.ones(t1, 4))
+
+    def _stats(self, p: int) -> tuple[torch.Tensor, torch.Tensor]:
+        mean = torch.cat([self.ego_mean[None], self.nb_mean[None].expand(p - 1, -1, -1)])
+        std = torch.cat([self.ego_std[None], self.nb_std[None].expand(p - 1, -1, -1)])
+        return mean[None], std[None]
 
     def normalize(self, traj: torch.Tensor) -> torch.Tensor:
         """(B, P, T+1, 4) metres -> normalised (ego row 0, neighbours rows 1..)."""
-        mean = torch.cat([self.ego_mean[None], self.nb_mean[None].expand(traj.shape[1] - 1, -1)])
-        std = torch.cat([self.ego_std[None], self.nb_std[None].expand(traj.shape[1] - 1, -1)])
-        return (traj - mean[None, :, None]) / std[None, :, None]
+        mean, std = self._stats(traj.shape[1])
+        return (traj - mean) / std
 
     def denormalize(self, traj: torch.Tensor) -> torch.Tensor:
-        mean = torch.cat([self.ego_mean[None], self.nb_mean[None].expand(traj.shape[1] - 1, -1)])
-        std = torch.cat([self.ego_std[None], self.nb_std[None].expand(traj.shape[1] - 1, -1)])
-        return traj * std[None, :, None] + mean[None, :, None]
+        mean, std = self._stats(traj.shape[1])
+        return traj * std + mean
+
+    def load_state_dict(self, state, strict: bool = True, assign: bool = False):  # type: ignore[override]
+        """Accept checkpoints whose statistics are one row (4,) for every waypoint."""
+        state = dict(state)
+        for k in ("ego_mean", "ego_std", "nb_mean", "nb_std"):
+            if k in state and state[k].dim() == 1:
+                state[k] = state[k][None].expand(self.cfg.future_steps + 1, -1).clone()
+        return super().load_state_dict(state, strict, assign)
 
 
 def count_parameters(model: nn.Module) -> int:

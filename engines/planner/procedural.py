@@ -29,9 +29,10 @@ def generate(kind: str, seed: int, duration: float = 15.0) -> Scenario:
     rng = np.random.default_rng([seed, TYPES.index(kind)])
     builder = _BUILDERS[kind]
     lanes, route, ego, agents, statics, notes = builder(rng)
+    areas = tuple(tuple(tuple(p) for p in area) for area in notes.pop("areas", ()))
     sc = Scenario(
         name=f"{kind}-{seed}", lanes=tuple(lanes), route=tuple(route), ego=ego, agents=(), static_objects=tuple(statics),
-        duration=duration, type=kind, seed=seed, source="procedural", notes=notes,
+        areas=areas, duration=duration, type=kind, seed=seed, source="procedural", notes=notes,
     )
     sc = _presimulate(sc, agents)
     validate(sc)
@@ -150,9 +151,10 @@ def _straight_scene(rng):
     ego = _ego_on(lanes[k], 80.0, limit * float(rng.uniform(0.6, 0.95)))
     placer = _Placer(lanes, rng)
     placer.taken[lanes[k].id].append((80.0 - ego.speed * PRE_STEPS * 0.1, 5.2))
-    if rng.random() < 0.7:  # a slow truck or car ahead in the ego's lane: worth overtaking
+    if rng.random() < 0.7:  # a slow truck or car ahead in the ego's lane that keeps its speed: worth overtaking
         slow = float(rng.uniform(0.35, 0.6)) * limit
-        placer.add(lanes[k].id, 80.0 + float(rng.uniform(25.0, 70.0)) - slow * PRE_STEPS * 0.1, slow, size=_vehicle(rng, 0.5), force=True)
+        keep = (Event(0.0, "brake", decel=1.0, speed=slow),)
+        placer.add(lanes[k].id, 80.0 + float(rng.uniform(25.0, 70.0)) - slow * PRE_STEPS * 0.1, slow, events=keep, size=_vehicle(rng, 0.5), force=True)
     placer.traffic([lane.id for lane in lanes], int(rng.integers(4, 10)), (20.0, 300.0), (0.55, 0.95))
     return lanes, [lanes[k].id], ego, placer.agents, [], {"ego_lane": lanes[k].id}
 
@@ -260,7 +262,8 @@ def _intersection_scene(rng):
     for _ in range(int(rng.integers(1, 4))):
         placer.add("W_in", float(rng.uniform(10.0, 170.0)), limit * float(rng.uniform(0.6, 0.95)), route=("W_in", "W_thru", "W_out"))
     placer.traffic(["E_in"], int(rng.integers(0, 3)), (150.0, 175.0), (0.5, 0.8), routes={"E_in": ("E_in", "E_thru", "E_out")})
-    return lanes, route, ego, placer.agents, [], {"turn": turn}
+    box = [(-half - 1.0, -half - 1.0), (half + 1.0, -half - 1.0), (half + 1.0, half + 1.0), (-half - 1.0, half + 1.0)]
+    return lanes, route, ego, placer.agents, [], {"turn": turn, "areas": [box]}
 
 
 def _lead_braking_scene(rng):

@@ -29,6 +29,7 @@ class FrameRenderer:
         self.scale = self.w / metres
         sc = episode.scenario
         self.lanes = [(np.asarray(l.left), np.asarray(l.right)) for l in sc.lanes]
+        self.areas = [np.asarray(a, dtype=float) for a in sc.areas]
         from .scene import Scene
 
         self.route = Scene(sc).route_path.points
@@ -44,6 +45,8 @@ class FrameRenderer:
         img = Image.new("RGB", (self.w, self.h), COLORS["background"])
         d = ImageDraw.Draw(img)
         center = ep.ego[k, :2]
+        for area in self.areas:
+            d.polygon(self._pix(area, center), fill=COLORS["lane"])
         for left, right in self.lanes:
             d.polygon(self._pix(np.concatenate([left, right[::-1]]), center), fill=COLORS["lane"])
         for left, right in self.lanes:

@@ -82,6 +82,7 @@ def build_replay(ep: Episode, max_samples: int | None = None) -> ReplayData:
     sc = ep.scenario
     scene = Scene(sc)
     lanes = [_closed(np.concatenate([np.asarray(l.left), np.asarray(l.right)[::-1]])) for l in sc.lanes]
+    lanes += [_closed(np.asarray(a, dtype=float)) for a in sc.areas]
     boundaries = _join([np.asarray(l.left) for l in sc.lanes] + [np.asarray(l.right) for l in sc.lanes])
     geoms = getattr(scene.drivable, "geoms", [scene.drivable])
     drivable = _join([np.asarray(g.exterior.coords) for g in geoms if g.geom_type == "Polygon"] +

@@ -130,9 +130,9 @@ def run(params: RunParams, out: Path | None = None, progress: ProgressFn = no_pr
         model: Any = None, scenario: Scenario | None = None) -> "RunResult":
     """Simulate the scenario with the planner, score it against the expert; write the episode if asked."""
     sc = scenario or load_scenario(params)
+    planner = make_planner(params, model)  # bad names and settings fail before any progress is shown
     progress(0.0, "preparing the scene")
     scene = Scene(sc)
-    planner = make_planner(params, model)
     _arm_trace(planner, params.trace_step)
     progress(0.02, "expert reference")
     expert = expert_rollout(scene, params.reactive)

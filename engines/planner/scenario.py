@@ -96,6 +96,7 @@ class Scenario:
     ego: EgoStart
     agents: tuple[Agent, ...] = ()
     static_objects: tuple[StaticObject, ...] = ()
+    areas: tuple[tuple[Point, ...], ...] = ()  # drivable surface that is no lane (junction boxes)
     duration: float = 15.0
     dt: float = 0.1
     type: str = "custom"
@@ -213,6 +214,10 @@ def validate(scenario: Scenario) -> None:
         raise EngineError(
             f"the route is unreachable: the ego starts {gap:.1f} m from its first route lane '{scenario.route[0]}'"
         )
+    for i, area in enumerate(scenario.areas):
+        arr = np.asarray(area, dtype=float)
+        if arr.ndim != 2 or arr.shape[0] < 3 or arr.shape[1] != 2 or not np.isfinite(arr).all():
+            raise EngineError(f"drivable area {i} needs at least three finite [x, y] points")
     agent_ids = [a.id for a in scenario.agents]
     if len(set(agent_ids)) != len(agent_ids):
         raise EngineError("two agents share one id")

@@ -85,7 +85,8 @@ class Scene:
         self._ids = list(self.lanes)
         self._tree = STRtree([self.lanes[i].polygon for i in self._ids])
         self.route_path, self.route_speed = self._build_route()
-        self.drivable = shapely.unary_union([lane.polygon for lane in self.lanes.values()]).buffer(0.0)
+        self.areas = [shapely.make_valid(Polygon(np.asarray(a, dtype=float))) for a in scenario.areas]
+        self.drivable = shapely.unary_union([lane.polygon for lane in self.lanes.values()] + self.areas).buffer(0.0)
         shapely.prepare(self.drivable)
 
     # Route -----------------------------------------------------------------------------------
@@ -198,8 +199,8 @@ class Scene:
         image = Image.new("L", (w, h), 0)
         draw = ImageDraw.Draw(image)
         origin = np.array([minx, miny])
-        for lane in self.lanes.values():
-            for geom in getattr(lane.polygon, "geoms", [lane.polygon]):
+        for shape in [lane.polygon for lane in self.lanes.values()] + self.areas:
+            for geom in getattr(shape, "geoms", [shape]):
                 if geom.geom_type != "Polygon":
                     continue
                 pix = (np.asarray(geom.exterior.coords) - origin) / res

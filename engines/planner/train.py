@@ -17,6 +17,7 @@ import torch
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
 
 from .diffusion import diffusion_loss
+from .features import EGO_DIM
 from .model import DiffusionPlannerNet, ModelConfig, count_parameters
 
 INPUT_KEYS = ("agents", "agents_mask", "statics", "statics_mask", "lanes", "lanes_mask", "route", "route_mask", "ego")
@@ -26,9 +27,9 @@ INPUT_KEYS = ("agents", "agents_mask", "statics", "statics_mask", "lanes", "lane
 class TrainParams:
     minutes: float = 30.0
     batch: int = 128
-    lr: float = 5e-4
+    lr: float = 1e-3
     weight_decay: float = 1e-4
-    ema: float = 0.999
+    ema: float = 0.995
     seed: int = 0
     save_every_s: float = 180.0
     max_steps: int | None = None  # for tests
@@ -44,21 +45,32 @@ def load_dataset(path: Path) -> dict[str, torch.Tensor]:
         raise EngineError(f"{Path(path).name} is not planner training data ({exc})") from None
     for k in ("agents", "statics", "lanes", "route", "ego", "neighbor_current"):
         data[k] = data[k].float()
+    data["ego"] = data["ego"][:, :EGO_DIM]  # older data files also hold acceleration and yaw rate
     return data
 
 
-def state_statistics(future: torch.Tensor, valid: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Mean and std of (x, y, cos, sin) of ego and neighbour futures (std floored at 0.5 for x, y)."""
+def state_statistics(future: torch.Tensor, valid: torch.Tensor, per_step: bool) -> dict[str, torch.Tensor]:
+    """Mean and std of (x, y, cos, sin) of ego and neighbour futures, per waypoint or pooled.
+
+    Headings keep mean 0 / std 1; the std of x and y is floored at 0.3 m. Row 0 (the current,
+    pinned state) shares the statistics of the first future waypoint (per waypoint) or of all.
+    """
     out = {}
+    t1 = future.shape[2]
     for name, sl in (("ego", slice(0, 1)), ("nb", slice(1, None))):
-        f = future[:, sl, 1:].reshape(-1, 4)
-        v = valid[:, sl, 1:].reshape(-1)
-        f = f[v]
-        mean = f.mean(0)
-        std = f.std(0)
-        mean[2:] = 0.0
-        std[2:] = 1.0
-        std[:2] = std[:2].clamp(min=0.5)
+        f = future[:, sl]
+        v = valid[:, sl]
+        mean = torch.zeros(t1, 4)
+        std = torch.ones(t1, 4)
+        if per_step:
+            for t in range(1, t1):
+                ft = f[:, :, t][v[:, :, t]]
+                mean[t, :2], std[t, :2] = ft[:, :2].mean(0), ft[:, :2].std(0)
+            mean[0], std[0] = mean[1], std[1]
+        else:
+            fa = f[:, :, 1:][v[:, :, 1:]]
+            mean[:, :2], std[:, :2] = fa[:, :2].mean(0), fa[:, :2].std(0)
+        std[:, :2] = std[:, :2].clamp(min=0.3)
         out[f"{name}_mean"], out[f"{name}_std"] = mean, std
     return out
 
@@ -97,7 +109,7 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
         opt.load_state_dict(state["optimizer"])
         step, seconds, history = state["step"], state["train_seconds"], state.get("history", [])
     else:
-        stats = state_statistics(data["future"], data["future_valid"])
+        stats = state_statistics(data["future"], data["future_valid"], model_config.per_step_norm)
         for k, v in stats.items():
             getattr(model, k).copy_(v)
             getattr(ema, k).copy_(v)
@@ -126,7 +138,7 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
         valid_now = valid[:, :, 0]
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
-        lr = params.lr * min(1.0, (step + 1) / 300) * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
+        lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
         loss, ego_loss, nb_loss = diffusion_loss(denoiser(x), x0, valid)

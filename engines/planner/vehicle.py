@@ -19,6 +19,7 @@ REAR_TO_CENTER = 1.461  # rear axle to box centre (Pacifica: 1.127 m rear overha
 MAX_STEER = 0.6  # rad
 MAX_STEER_RATE = 1.2  # rad/s
 ACCEL_LIMITS = (-8.0, 3.0)
+FIT_S = 1.2  # seconds of the plan the speed profile is fitted on
 
 
 @dataclass
@@ -67,14 +68,18 @@ class Tracker:
     def control(self, state: EgoState, plan: np.ndarray) -> tuple[float, float]:
         """Acceleration and steering angle that follow ``plan`` ((T+1, >=3): x, y, heading; row 0 = now)."""
         xy = np.asarray(plan[:, :2], dtype=float)
-        n = len(xy)
-        # Speed profile of the plan from its displacements (robust to jitter in learned plans).
-        seg = np.linalg.norm(np.diff(xy, axis=0), axis=1) / self.dt
-        lead = max(1, min(int(round(self.speed_lead / self.dt)), n - 2))
-        window = seg[max(0, lead - 2): lead + 2]
-        v_ref = float(window.mean()) if len(window) else 0.0
-        a_ff = (v_ref - float(seg[:2].mean())) / (lead * self.dt) if len(seg) >= 2 else 0.0
-        accel = 0.5 * a_ff + self.kp * (v_ref - state.speed)
+        # Speed and acceleration of the plan: least squares of s(t) = v t + a t^2 / 2 over its first
+        # FIT_S seconds (as nuPlan's LQR tracker fits profiles), robust to jitter in learned plans.
+        n = min(len(xy), int(round(FIT_S / self.dt)) + 1)
+        t = np.arange(n) * self.dt
+        s = np.linalg.norm(xy[:n] - xy[0], axis=1)
+        if n >= 3:
+            design = np.column_stack([t, 0.5 * t**2])
+            (v_fit, a_fit), *_ = np.linalg.lstsq(design[1:], s[1:], rcond=None)
+        else:
+            v_fit, a_fit = (s[-1] / max(t[-1], self.dt)) if n > 1 else 0.0, 0.0
+        v_ref = max(0.0, float(v_fit + a_fit * self.speed_lead))
+        accel = 0.5 * float(a_fit) + self.kp * (v_ref - state.speed)
         if v_ref < 0.2 and state.speed < 0.5:
             accel = min(accel, -state.speed / self.dt)
         steer = self._pure_pursuit(state, plan)

@@ -170,7 +170,7 @@ class DiffusionPlanner:
         for t, xt, x0, g in zip(trace.times, trace.x_t, trace.x0, trace.guidance):
             ego_t = self.model.denormalize(xt)[:, 0, :, :2].numpy().astype(float)
             ego_0 = self.model.denormalize(x0)[:, 0, :, :2].numpy().astype(float)
-            shift = (g[:, 0, :, :2] * self.model.ego_std[:2]).numpy().astype(float)
+            shift = (g[:, 0, :, :2] * self.model.ego_std[:, :2]).numpy().astype(float)
             c, s = np.cos(theta), np.sin(theta)
             rot = np.stack([c * shift[..., 0] - s * shift[..., 1], s * shift[..., 0] + c * shift[..., 1]], axis=-1)
             steps.append({"t": t, "x_t": to_world(ego_t, origin, theta), "x0": to_world(ego_0, origin, theta), "guidance": rot})

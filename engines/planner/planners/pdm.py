@@ -1,6 +1,7 @@
 """PDM-Closed-like planner: IDM proposals at several target speeds and lateral offsets of the
-route's centre line, each scored by a vectorised form of the closed-loop metric against
-constant-velocity forecasts; the best proposal is executed."""
+route's centre line, each rolled through the tracker and bicycle model and scored by a
+vectorised form of the closed-loop metric against constant-velocity forecasts; the best
+proposal is executed."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,7 +56,7 @@ def score_proposals(obs: Observation, scene: Scene, trajs: np.ndarray, progress:
         shit = boxes_overlap(ego_boxes[:, :, None], obs.static_boxes[None, None]).any(axis=1).sum(axis=1)
         no_collision = np.minimum(no_collision, np.maximum(0.0, 1.0 - 0.5 * shit))
 
-    outside = scene.sdf.sample(ego_boxes).max(axis=(1, 2))
+    outside = scene.distance_outside(ego_boxes[:, ::2]).max(axis=(1, 2))  # exact (shapely), every 0.2 s
     drivable = (outside <= TH.drivable_tolerance).astype(float)
 
     best = progress.max()
@@ -89,7 +90,7 @@ def score_proposals(obs: Observation, scene: Scene, trajs: np.ndarray, progress:
     mult = no_collision * drivable * making
     weighted = (WEIGHTS["progress"] * np.minimum(ratio, 1.0) + WEIGHTS["ttc"] * ttc + WEIGHTS["speed_limit"] * speed + WEIGHTS["comfort"] * comfort) / sum(WEIGHTS.values())
     terms = {"no_at_fault_collisions": no_collision, "drivable_area_compliance": drivable, "making_progress": making,
-             "progress": ratio, "ttc": ttc, "speed_limit": speed, "comfort": comfort}
+             "progress": ratio, "ttc": ttc, "speed_limit": speed, "comfort": comfort, "weighted": weighted, "outside": outside}
     return mult * weighted, terms
 
 
@@ -108,6 +109,51 @@ def _comfort(trajs: np.ndarray) -> np.ndarray:
         & (np.abs(yaw) <= TH.yaw_rate) & (np.abs(yaw_acc) <= TH.yaw_acc)
     )
     return ok[:, 1:-1].all(axis=1).astype(float)
+
+
+def simulate_proposals(obs: Observation, trajs: np.ndarray) -> np.ndarray:
+    """Roll every proposal through the tracker and kinematic bicycle (vectorised), as PDM-Closed
+    does, so the scores see what the ego would really drive (cut corners, lag in speed)."""
+    from ..vehicle import MAX_STEER, MAX_STEER_RATE, ACCEL_LIMITS, WHEELBASE, REAR_TO_CENTER
+
+    p, t1, _ = trajs.shape
+    e = obs.ego
+    x = np.full(p, e.x)
+    y = np.full(p, e.y)
+    h = np.full(p, e.heading)
+    v = np.full(p, e.speed)
+    steer = np.full(p, e.steering)
+    out = np.empty_like(trajs)
+    out[:, 0] = trajs[:, 0]
+    out[:, 0, 3] = e.speed
+    rows = np.arange(p)
+    rear_ref = trajs[..., :2] - REAR_TO_CENTER * np.stack([np.cos(trajs[..., 2]), np.sin(trajs[..., 2])], axis=-1)
+    for k in range(t1 - 1):
+        lead = min(k + 5, t1 - 1)
+        v_ref = trajs[:, lead, 3]
+        a_ff = (trajs[:, min(k + 1, t1 - 1), 3] - trajs[:, k, 3]) / PLAN_DT
+        acc = np.clip(0.5 * a_ff + 1.2 * (v_ref - v), *ACCEL_LIMITS)
+        rx, ry = x - REAR_TO_CENTER * np.cos(h), y - REAR_TO_CENTER * np.sin(h)
+        look = np.clip(3.0 + 0.5 * v, 4.0, 14.0)
+        d = np.hypot(rear_ref[:, k:, 0] - rx[:, None], rear_ref[:, k:, 1] - ry[:, None])
+        beyond = d >= look[:, None]
+        idx = np.where(beyond.any(axis=1), beyond.argmax(axis=1), d.shape[1] - 1) + k
+        tx, ty = rear_ref[rows, idx, 0] - rx, rear_ref[rows, idx, 1] - ry
+        ly = -np.sin(h) * tx + np.cos(h) * ty
+        curv = 2.0 * ly / np.maximum(tx * tx + ty * ty, 1e-6)
+        target = np.clip(np.arctan(WHEELBASE * curv), -MAX_STEER, MAX_STEER)
+        steer = steer + np.clip(target - steer, -MAX_STEER_RATE * PLAN_DT, MAX_STEER_RATE * PLAN_DT)
+        v_new = np.maximum(0.0, v + acc * PLAN_DT)
+        v_mid = 0.5 * (v + v_new)
+        yaw = v_mid * np.tan(steer) / WHEELBASE
+        hm = h + 0.5 * yaw * PLAN_DT
+        rx = rx + v_mid * np.cos(hm) * PLAN_DT
+        ry = ry + v_mid * np.sin(hm) * PLAN_DT
+        h = h + yaw * PLAN_DT
+        v = v_new
+        x, y = rx + REAR_TO_CENTER * np.cos(h), ry + REAR_TO_CENTER * np.sin(h)
+        out[:, k + 1] = np.column_stack([x, y, h, v])
+    return out
 
 
 class PDMPlanner:
@@ -158,9 +204,15 @@ class PDMPlanner:
 
     def plan(self, obs: Observation) -> Plan:
         trajs, progress, lat = self.proposals(obs)
-        scores, terms = score_proposals(obs, self.scene, trajs, progress)
-        # Ties: keep the current lateral target, then go faster.
-        key = scores - 1e-3 * np.abs(np.array(lat) - self.target) + 1e-6 * progress
+        driven = simulate_proposals(obs, trajs)
+        s_end, _ = self.scene.route_path.project(driven[:, -1, :2])
+        s_now, _ = self.scene.route_path.project(driven[:1, 0, :2])
+        scores, terms = score_proposals(obs, self.scene, driven, s_end - s_now[0])
+        # Ties: keep the current lateral target, then go faster. When every proposal breaks a
+        # multiplier, take the least bad: fewest broken multipliers, then the weighted terms.
+        broken = (terms["no_at_fault_collisions"] < 1).astype(float) + (terms["drivable_area_compliance"] < 1) + (terms["making_progress"] < 1)
+        fallback = 1e-2 * (terms["weighted"] - broken - 0.1 * np.maximum(terms["outside"], 0.0))
+        key = scores + (fallback if scores.max() <= 0 else 0.0) - 1e-3 * np.abs(np.array(lat) - self.target) + 1e-6 * progress
         best = int(np.argmax(key))
         self.target = lat[best]
         return Plan(trajs[best], samples=trajs[..., :2], chosen=best, info={"scores": scores, "lane_offset": self.target})
