@@ -1,7 +1,9 @@
 """Classifier-style guidance on the x0 estimate: differentiable energies of the ego plan.
 
 Each term can be switched on with a weight: collision (signed distance between inflated boxes
-of the ego plan and the jointly predicted neighbours / static objects), drivable area (signed
+of the ego plan and the jointly predicted neighbours, static objects, and nearby agents
+extrapolated with their current acceleration, which catches a leader that has just started to
+brake before the learned prediction does), drivable area (signed
 distance grid of the lanes), target speed, comfort (acceleration, jerk, lateral acceleration).
 At a solver step the ego positions move down the weighted energy gradient (smoothed along time).
 """
@@ -15,12 +17,12 @@ import torch.nn.functional as TF
 from .vehicle import LENGTH, WIDTH
 
 TERMS = ("collision", "drivable", "speed", "comfort")
-DEFAULT_WEIGHTS = {"collision": 1.0, "drivable": 1.0, "speed": 0.3, "comfort": 0.3}
-INFLATION = 1.0  # m added to length and width of every box (as the paper does)
-COLLISION_MARGIN = 0.5  # m of clearance wanted between inflated boxes
+DEFAULT_WEIGHTS = {"collision": 1.0, "drivable": 1.0, "speed": 0.05, "comfort": 0.02}
+INFLATION = 0.5  # m added to length and width of every box (a quarter metre each side)
+COLLISION_MARGIN = 0.3  # m of clearance wanted between inflated boxes: cars side by side in their lanes stay clear
 DRIVABLE_MARGIN = 0.2  # m a corner should stay inside the road edge
-STEP = 0.15  # m of displacement per unit of weighted gradient
-MAX_STEP = 1.5  # m: cap on one step's displacement of a waypoint
+STEP = 1.5  # m of displacement per unit of weighted gradient
+MAX_STEP = 6.0  # m: cap on one step's displacement of a waypoint
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class GuidanceContext:
     neighbor_size: torch.Tensor  # (P, 2)
     neighbor_valid: torch.Tensor  # (P,) bool
     static_boxes: torch.Tensor  # (S, 4, 2)
+    forecast_boxes: torch.Tensor  # (M, T, 4, 2) nearby agents braking/accelerating as they do now (physics forecast)
     sdf: torch.Tensor | None  # (1, 1, H, W) signed distance grid (world)
     sdf_origin: torch.Tensor  # (2,) world xy of cell (0, 0)
     sdf_res: float
@@ -106,6 +109,10 @@ def energies(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext, c
             sb = ctx.static_boxes[None, :, None].expand(boxes.shape[0], -1, boxes.shape[1], -1, -1)
             sd = signed_distance(boxes[:, None].expand_as(sb), sb)
             pen.append(torch.relu(COLLISION_MARGIN - sd).pow(2).sum(dim=(1, 2)))
+        if len(ctx.forecast_boxes):
+            fb = ctx.forecast_boxes[None].expand(boxes.shape[0], -1, -1, -1, -1)
+            sd = signed_distance(boxes[:, None].expand_as(fb), fb)
+            pen.append(torch.relu(COLLISION_MARGIN - sd).pow(2).sum(dim=(1, 2)))
         out["collision"] = sum(pen) if pen else xy.sum(dim=(1, 2)) * 0.0
     if w.get("drivable", 0) > 0 and ctx.sdf is not None:
         corners = rect_corners(xy, cs, LENGTH, WIDTH)  # (K, T, 4, 2) ego frame
@@ -122,7 +129,7 @@ def energies(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext, c
     speed = vel.norm(dim=-1)
     if w.get("speed", 0) > 0:
         target = ctx.speed_limit if cfg.target_speed is None else min(cfg.target_speed, ctx.speed_limit)
-        out["speed"] = (torch.relu(speed - target).pow(2) + 0.2 * torch.relu(target - speed).pow(2)).sum(dim=1)
+        out["speed"] = torch.relu(speed - target).pow(2).sum(dim=1)
     if w.get("comfort", 0) > 0:
         acc = (speed[:, 1:] - speed[:, :-1]) / ctx.dt
         jerk = (acc[:, 1:] - acc[:, :-1]) / ctx.dt

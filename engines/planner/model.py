@@ -189,9 +189,15 @@ class DiffusionPlannerNet(nn.Module):
         self.register_buffer("nb_std", torch.ones(t1, 4))
 
     def _stats(self, p: int) -> tuple[torch.Tensor, torch.Tensor]:
-        mean = torch.cat([self.ego_mean[None], self.nb_mean[None].expand(p - 1, -1, -1)])
-        std = torch.cat([self.ego_std[None], self.nb_std[None].expand(p - 1, -1, -1)])
-        return mean[None], std[None]
+        """(1, P, T+1, 4) mean and std; cached for sampling (the buffers do not change then)."""
+        key = (p, self.ego_mean.data_ptr(), self.ego_mean._version, self.nb_std._version)
+        cached = getattr(self, "_stats_cache", None)
+        if cached is not None and cached[0] == key and not self.training:
+            return cached[1]
+        mean = torch.cat([self.ego_mean[None], self.nb_mean[None].expand(p - 1, -1, -1)])[None]
+        std = torch.cat([self.ego_std[None], self.nb_std[None].expand(p - 1, -1, -1)])[None]
+        self._stats_cache = (key, (mean, std))
+        return mean, std
 
     def normalize(self, traj: torch.Tensor) -> torch.Tensor:
         """(B, P, T+1, 4) metres -> normalised (ego row 0, neighbours rows 1..)."""

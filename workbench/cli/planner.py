@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--n", type=int, default=104, help="number of procedural scenarios (default 104: 13 per type)")
     suite.add_argument("--seed", type=int, default=0, help="suite seed (default 0)")
     suite.add_argument("--planners", default="diffusion,diffusion+guidance,idm,pdm,constant_velocity",
-                       help="comma-separated planners; 'diffusion+guidance' is the diffusion planner with every guidance term")
+                       help="comma-separated planners; 'diffusion+guidance' is the diffusion planner guided by collision and drivable area")
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
     suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60)")
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")

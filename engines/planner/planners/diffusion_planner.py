@@ -136,10 +136,12 @@ class DiffusionPlanner:
         statics = obs.static_boxes
         static_local = to_local(statics, np.array([obs.ego.x, obs.ego.y]), obs.ego.heading) if len(statics) else np.zeros((0, 4, 2))
         s0, _ = self.scene.route_path.project(np.array([[obs.ego.x, obs.ego.y]]))
+        forecast = physics_forecast(obs)
         return GuidanceContext(
             neighbor_size=torch.from_numpy(inp.neighbor_size).float(),
             neighbor_valid=nb_valid,
             static_boxes=torch.from_numpy(static_local).float(),
+            forecast_boxes=torch.from_numpy(forecast).float(),
             sdf=self.sdf,
             sdf_origin=self.sdf_origin,
             sdf_res=self.sdf_res,
@@ -175,6 +177,33 @@ class DiffusionPlanner:
             rot = np.stack([c * shift[..., 0] - s * shift[..., 1], s * shift[..., 0] + c * shift[..., 1]], axis=-1)
             steps.append({"t": t, "x_t": to_world(ego_t, origin, theta), "x0": to_world(ego_0, origin, theta), "guidance": rot})
         return {"steps": steps}
+
+
+def physics_forecast(obs: Observation, radius: float = 50.0) -> np.ndarray:
+    """Boxes (M, T, 4, 2), ego frame, at the guided waypoints' times (0.2, 0.6, ... 7.8 s), of the
+    agents ahead of the ego within ``radius``: each keeps its heading and the acceleration of its
+    last second (braking down to a stop)."""
+    from ..geometry import box_corners, to_local
+
+    hist, valid = obs.agent_history, obs.agent_valid
+    now = hist[:, -1]
+    ego = np.array([obs.ego.x, obs.ego.y])
+    ahead = to_local(now[:, :2], ego, obs.ego.heading)[:, 0] > 0.0 if len(now) else np.zeros(0, dtype=bool)
+    near = valid[:, -1] & valid[:, -11] & ahead & (np.linalg.norm(now[:, :2] - ego, axis=1) < radius) if len(now) else ahead
+    if not near.any():
+        return np.zeros((0, F.FUTURE_STEPS // 2, 4, 2))
+    a = np.clip((now[near, 3] - hist[near, -11, 3]) / 1.0, -8.0, 2.0)
+    v0 = now[near, 3]
+    t = np.arange(1, F.FUTURE_STEPS + 1, 2) * F.FUTURE_DT  # the every-other waypoint the energy checks
+    t_stop = np.where(a < 0, v0 / np.maximum(-a, 1e-6), np.inf)
+    tt = np.minimum(t[None], t_stop[:, None])
+    dist = v0[:, None] * tt + 0.5 * a[:, None] * tt**2
+    h = now[near, 2]
+    x = now[near, 0:1] + np.cos(h)[:, None] * dist
+    y = now[near, 1:2] + np.sin(h)[:, None] * dist
+    size = obs.agent_size[near]
+    boxes = box_corners(x, y, np.broadcast_to(h[:, None], x.shape), size[:, 0:1] + 0.5, size[:, 1:2] + 0.5)
+    return to_local(boxes, ego, obs.ego.heading)
 
 
 def medoid(xy: torch.Tensor) -> int:
