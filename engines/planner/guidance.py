@@ -9,43 +9,21 @@ At a solver step the ego positions move down the weighted energy gradient (smoot
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as TF
 
+from .guidance_config import TERMS, GuidanceConfig
 from .vehicle import LENGTH, WIDTH
 
-TERMS = ("collision", "drivable", "speed", "comfort")
-DEFAULT_WEIGHTS = {"collision": 1.0, "drivable": 1.0, "speed": 0.05, "comfort": 0.02}
+__all__ = ["TERMS", "GuidanceConfig", "GuidanceContext", "energies", "guide_step", "total_energy"]
+
 INFLATION = 0.5  # m added to length and width of every box (a quarter metre each side)
 COLLISION_MARGIN = 0.3  # m of clearance wanted between inflated boxes: cars side by side in their lanes stay clear
 DRIVABLE_MARGIN = 0.2  # m a corner should stay inside the road edge
 STEP = 1.5  # m of displacement per unit of weighted gradient
 MAX_STEP = 6.0  # m: cap on one step's displacement of a waypoint
-
-
-@dataclass(frozen=True)
-class GuidanceConfig:
-    weights: dict[str, float] = field(default_factory=dict)  # term -> weight (absent or 0 = off)
-    target_speed: float | None = None  # m/s; None = the lane's speed limit
-    t_max: float = 0.1  # apply at diffusion times below this, as the reference code does (the x0 estimate is meaningful there)
-
-    @property
-    def active(self) -> bool:
-        return any(w > 0 for w in self.weights.values())
-
-    @classmethod
-    def parse(cls, text: str | None, weights: dict[str, float] | None = None, target_speed: float | None = None) -> "GuidanceConfig":
-        """'collision,drivable' -> those terms at their default (or given) weights."""
-        from engines.core import EngineError
-
-        names = [n.strip() for n in (text or "").split(",") if n.strip()]
-        unknown = [n for n in names if n not in TERMS]
-        if unknown:
-            raise EngineError(f"unknown guidance term(s) {', '.join(unknown)}; choose from {', '.join(TERMS)}")
-        w = {n: float((weights or {}).get(n, DEFAULT_WEIGHTS[n])) for n in names}
-        return cls(w, target_speed)
 
 
 @dataclass

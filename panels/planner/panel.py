@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from engines.core import EngineError, resource_path
+from engines.planner.guidance_config import DEFAULT_WEIGHTS, TERMS
 
 from ..base import MethodPanel, PanelContext
 from .plots import MetricPlots
@@ -28,8 +29,6 @@ from .view import CAMERAS, LAYERS, SceneView
 TYPES = ("straight", "curve", "merge", "intersection", "lead_braking", "cut_in", "stopped_vehicle", "dense_traffic")
 PLANNER_NAMES = ("diffusion", "idm", "pdm", "constant_velocity", "expert")
 COMPARE = ("none", "diffusion", "diffusion+guidance", "idm", "pdm", "constant_velocity", "expert")
-TERMS = ("collision", "drivable", "speed", "comfort")
-DEFAULT_WEIGHTS = {"collision": 1.0, "drivable": 1.0, "speed": 0.3, "comfort": 0.3}
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 EXAMPLE = "example_scenario.json"
 
