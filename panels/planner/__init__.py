@@ -1,15 +1,16 @@
-"""The planner panel (placeholder until issue #6 lands)."""
-from panels.placeholder import placeholder_panel
+"""The planner replay panel (Qt only; the engine computes everything it shows)."""
+from __future__ import annotations
 
-TITLE = 'Planner replay (Diffusion Planner)'
+from .refcount_guard import make_singletons_immortal
 
-Panel = placeholder_panel(
-    'planner',
-    TITLE,
-    'A diffusion planner with guidance driving in a closed-loop simulator, with a timeline replay of what it did and why.',
-    issue=6,
-)
+TITLE = "Planner replay (Diffusion Planner)"
+# Scenario or episode JSON (session files, *.wbsession.json, are routed by the shell first) and CommonRoad XML.
+FILE_SUFFIXES = (".json", ".xml")
+
+make_singletons_immortal()
 
 
 def create_panel(ctx):
-    return Panel(ctx)
+    from .panel import PlannerPanel
+
+    return PlannerPanel(ctx)

@@ -1,0 +1,150 @@
+"""Expert demonstrations for training: the expert drives procedural scenarios in closed loop
+(reactive IDM agents); every few steps we keep the ego-centric inputs, the expert's 8 s plan
+(the ego label) and the neighbours' actual futures. Half of the episodes perturb what the ego
+executes (DART-style noise) so the data also shows how the expert recovers."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress
+
+from . import features as F
+from .features import FeatureBuilder, Inputs, future_in_ego_frame
+from .planners.base import PLAN_DT, Observation, Plan
+from .planners.rules import ExpertPlanner
+from .procedural import TYPES, generate
+from .scene import Scene
+from .simulation import Simulator, run_episode
+
+TRAIN_SEED_BASE = 100_000  # training scenes never share a seed with the benchmark's
+SAMPLE_STRIDE = 2
+LABEL_STRIDE = int(round(F.FUTURE_DT / PLAN_DT))
+
+
+class NoisyExpert:
+    """Runs the expert; executes a perturbed copy of its plan now and then (labels stay clean)."""
+
+    name = "expert"
+
+    def __init__(self, rng: np.random.Generator, noise: bool) -> None:
+        self.expert = ExpertPlanner()
+        self.rng = rng
+        self.noise = noise
+        self._until = -1.0
+        self._shift = 0.0
+        self._speed = 1.0
+
+    def reset(self, scene: Scene) -> None:
+        self.expert.reset(scene)
+
+    def plan(self, obs: Observation) -> Plan:
+        plan = self.expert.plan(obs)
+        plan.info["label"] = plan.trajectory
+        if not self.noise:
+            return plan
+        if obs.time > self._until + 2.0 and self.rng.random() < 0.08:
+            self._until = obs.time + float(self.rng.uniform(0.8, 1.8))
+            self._shift = float(self.rng.uniform(-1.0, 1.0))
+            self._speed = float(self.rng.uniform(0.8, 1.15))
+        if obs.time <= self._until:
+            traj = plan.trajectory.copy()
+            ramp = np.clip(np.arange(len(traj)) / 10.0, 0.0, 1.0)
+            normal = np.stack([-np.sin(traj[:, 2]), np.cos(traj[:, 2])], axis=1)
+            traj[:, :2] += (self._shift * ramp)[:, None] * normal
+            # Re-time the path to drive a little faster or slower than planned.
+            t = np.arange(len(traj))
+            src = np.clip(t * self._speed, 0, len(traj) - 1)
+            traj[:, 0] = np.interp(src, t, traj[:, 0])
+            traj[:, 1] = np.interp(src, t, traj[:, 1])
+            plan = Plan(traj, info=plan.info)
+        return plan
+
+
+@dataclass
+class Episode:
+    inputs: list[Inputs]
+    future: np.ndarray  # (n, P+1, T+1, 4) ego frame metres
+    valid: np.ndarray  # (n, P+1, T+1)
+
+
+def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRIDE) -> Episode:
+    """Samples of one expert episode on the procedural scene (kind, seed)."""
+    sc = generate(kind, seed)
+    scene = Scene(sc)
+    fb = FeatureBuilder(scene)
+    planner = NoisyExpert(np.random.default_rng([seed, 7]), noise)
+    kept: list[tuple[int, Inputs, np.ndarray, np.ndarray, float]] = []
+
+    def on_step(k: int, sim: Simulator, obs: Observation, plan: Plan) -> None:
+        if k % stride:
+            return
+        inp = fb.build(obs)
+        label = plan.info["label"][::LABEL_STRIDE][: F.FUTURE_STEPS + 1]
+        origin = np.array([obs.ego.x, obs.ego.y])
+        kept.append((k, inp, future_in_ego_frame(origin, obs.ego.heading, label), origin, obs.ego.heading))
+
+    rollout = run_episode(scene, planner, reactive=True, on_step=on_step)
+    t1 = F.FUTURE_STEPS + 1
+    n = len(kept)
+    p = F.N_NEIGHBORS + 1
+    future = np.zeros((n, p, t1, 4), dtype=np.float32)
+    valid = np.zeros((n, p, t1), dtype=bool)
+    last = len(rollout.agents) - 1
+    for r, (k, inp, ego_future, origin, theta) in enumerate(kept):
+        future[r, 0, : len(ego_future)] = ego_future
+        valid[r, 0, : len(ego_future)] = True
+        rows = np.arange(k, k + t1 * LABEL_STRIDE, LABEL_STRIDE)
+        inside = rows <= last
+        for j, idx in enumerate(inp.neighbor_index):
+            if idx < 0:
+                continue
+            states = rollout.agents[rows[inside], idx]
+            ok = rollout.valid[rows[inside], idx]
+            future[r, j + 1, : inside.sum()] = future_in_ego_frame(origin, theta, states)
+            valid[r, j + 1, : inside.sum()] = ok
+            # A neighbour's track ends where it first disappears.
+            if not ok.all():
+                valid[r, j + 1, int(np.argmin(ok)):] = False
+    return Episode([item[1] for item in kept], future, valid)
+
+
+def episode_list(count: int, seed: int) -> list[tuple[str, int, bool]]:
+    """(type, scene seed, noisy) for ``count`` training episodes, types in turn."""
+    out = []
+    for i in range(count):
+        kind = TYPES[i % len(TYPES)]
+        out.append((kind, TRAIN_SEED_BASE + seed * 10_000 + i // len(TYPES), i % 2 == 1))
+    return out
+
+
+def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: ProgressFn = no_progress,
+                     cancel: CancelToken = NEVER_CANCELLED) -> dict:
+    """Write an .npz of expert samples; returns counts and the wall time."""
+    if episodes < 1:
+        raise EngineError("the number of episodes must be at least 1")
+    t0 = time.perf_counter()
+    items: list[Inputs] = []
+    futures, valids = [], []
+    plan = episode_list(episodes, seed)
+    for i, (kind, scene_seed, noise) in enumerate(plan):
+        cancel.raise_if_cancelled()
+        ep = expert_episode(kind, scene_seed, noise)
+        items.extend(ep.inputs)
+        futures.append(ep.future)
+        valids.append(ep.valid)
+        progress((i + 1) / len(plan), f"episode {i + 1}/{len(plan)} ({kind}), {len(items)} samples")
+    arrays = {f: np.stack([getattr(it, f) for it in items]) for f in Inputs.FIELDS}
+    for f in ("agents", "statics", "lanes", "route", "ego", "neighbor_current", "neighbor_size"):
+        arrays[f] = arrays[f].astype(np.float16)
+    arrays["future"] = np.concatenate(futures).astype(np.float32)
+    arrays["future_valid"] = np.concatenate(valids)
+    seconds = time.perf_counter() - t0
+    arrays["meta"] = np.array([episodes, seed, seconds])
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+    return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path)}

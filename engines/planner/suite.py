@@ -1,0 +1,199 @@
+"""The benchmark: every planner on the same procedural scenarios (reactive agents) and on the
+CommonRoad files, in one run, with the spec's targets as measured differences and ratios."""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, resource_path
+
+from .procedural import TYPES, generate, suite_scenarios
+from .runner import RunParams, episode_from_rollout, expert_rollout, make_planner
+from .scene import Scene
+from .simulation import run_episode
+
+GUIDED = "diffusion+guidance"
+# The benchmark guides with the safety terms; target speed and comfort are user preferences (panel, CLI).
+GUIDED_TERMS = "collision,drivable"
+TARGETS = {"diffusion_minus_idm": 10.0, "pdm_minus_diffusion": 3.0, "guided_minus_pdm": 0.0, "at_fault_rate": 0.02,
+           "replan_ms": 50.0, "episode_s": 10.0}
+
+
+@dataclass(frozen=True)
+class SuiteParams:
+    n: int = 104
+    seed: int = 0
+    planners: tuple[str, ...] = ("diffusion", GUIDED, "idm", "pdm", "constant_velocity")
+    commonroad: bool = True
+    latency_replans: int = 60
+    checkpoint: str | None = None
+    reactive: bool = True
+
+
+def _params(name: str, seed: int, checkpoint: str | None) -> RunParams:
+    if name == GUIDED:
+        return RunParams(planner="diffusion", guidance=GUIDED_TERMS, seed=seed, checkpoint=checkpoint)
+    return RunParams(planner=name, seed=seed, checkpoint=checkpoint)
+
+
+def commonroad_files() -> list[Path]:
+    return sorted(resource_path("planner", "commonroad").glob("*.xml"))
+
+
+def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict[str, Any]:
+    if params.n < 1:
+        raise EngineError("--n must be at least 1")
+    known = {"diffusion", GUIDED, "idm", "pdm", "constant_velocity", "expert"}
+    unknown = [p for p in params.planners if p not in known]
+    if unknown:
+        raise EngineError(f"unknown planner(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+    model = None
+    if any(p.startswith("diffusion") for p in params.planners):
+        from .planners.diffusion_planner import load_model
+
+        model, _ = load_model(params.checkpoint)
+    cases = [("procedural", kind, seed, generate(kind, seed)) for kind, seed in suite_scenarios(params.n, params.seed)]
+    if params.commonroad:
+        from .commonroad_import import load_commonroad
+
+        cases += [("commonroad", path.stem, 0, load_commonroad(path)) for path in commonroad_files()]
+    total = len(cases) * (len(params.planners) + 1) + 2
+    done = 0
+    rows: list[dict[str, Any]] = []
+    for group, kind, seed, sc in cases:
+        scene = Scene(sc)
+        modes = (params.reactive,) if group == "procedural" else (False, True)
+        for reactive in modes:
+            expert = expert_rollout(scene, reactive)
+            for name in params.planners:
+                cancel.raise_if_cancelled()
+                planner = make_planner(_params(name, seed, params.checkpoint), model)
+                t0 = time.perf_counter()
+                rollout = run_episode(scene, planner, reactive, cancel=cancel)
+                seconds = time.perf_counter() - t0
+                ep = episode_from_rollout(scene, rollout, name, {}, reactive, expert)
+                m = ep.metrics
+                rows.append({
+                    "group": group, "type": kind, "seed": seed, "scenario": sc.name, "reactive": reactive, "planner": name,
+                    "cls": 100.0 * m.score, "at_fault": m.at_fault, "multipliers": m.multipliers, "weighted": m.weighted,
+                    "episode_s": seconds, "replan_ms": float(np.median([p.ms for p in ep.plans])),
+                })
+                done += 1
+                progress(done / total, f"{sc.name} {'reactive' if reactive else 'replay'} {name}: CLS {100 * m.score:.1f}")
+            done += 1
+    latency = _latency(params, model, cancel) if model is not None else {}
+    progress(1.0, "done")
+    return summarise(rows, params, latency)
+
+
+def _latency(params: SuiteParams, model, cancel: CancelToken) -> dict[str, Any]:
+    """Replan latency on a fixed busy scene (dense traffic), K = 8, 10 solver steps, with and without guidance."""
+    from .simulation import Simulator
+
+    sc = generate("dense_traffic", 12345)
+    scene = Scene(sc)
+    sim = Simulator(scene, True)
+    out = {}
+    for name in ("diffusion", GUIDED):
+        planner = make_planner(_params(name, 0, params.checkpoint), model)
+        planner.reset(scene)
+        obs = sim.observation()
+        planner.plan(obs)  # warm-up
+        times = []
+        for _ in range(params.latency_replans):
+            cancel.raise_if_cancelled()
+            t0 = time.perf_counter()
+            planner.plan(obs)
+            times.append(1e3 * (time.perf_counter() - t0))
+        out[name] = {"median_ms": statistics.median(times), "p90_ms": float(np.percentile(times, 90)), "replans": len(times),
+                     "agents": int(obs.valid_now.sum())}
+    return out
+
+
+def summarise(rows: list[dict[str, Any]], params: SuiteParams, latency: dict[str, Any]) -> dict[str, Any]:
+    def table_for(selected: list[dict[str, Any]]) -> dict[str, Any]:
+        out = {}
+        for name in params.planners:
+            r = [x for x in selected if x["planner"] == name]
+            if not r:
+                continue
+            out[name] = {
+                "cls": float(np.mean([x["cls"] for x in r])),
+                "at_fault_rate": float(np.mean([x["at_fault"] for x in r])),
+                "scenarios": len(r),
+                "episode_s_median": float(np.median([x["episode_s"] for x in r])),
+                "replan_ms_median": float(np.median([x["replan_ms"] for x in r])),
+                "multipliers": {k: float(np.mean([x["multipliers"][k] for x in r])) for k in r[0]["multipliers"]},
+                "weighted": {k: float(np.mean([x["weighted"][k] for x in r])) for k in r[0]["weighted"]},
+                "by_type": {t: float(np.mean([x["cls"] for x in r if x["type"] == t])) for t in sorted({x["type"] for x in r})},
+            }
+        return out
+
+    proc = table_for([r for r in rows if r["group"] == "procedural"])
+    cr_replay = table_for([r for r in rows if r["group"] == "commonroad" and not r["reactive"]])
+    cr_reactive = table_for([r for r in rows if r["group"] == "commonroad" and r["reactive"]])
+    checks = _checks(proc, latency)
+    result = {
+        "procedural": proc, "commonroad_replay": cr_replay, "commonroad_reactive": cr_reactive, "latency": latency,
+        "checks": checks, "targets": TARGETS, "params": {"n": params.n, "seed": params.seed, "planners": list(params.planners)},
+        "rows": rows,
+    }
+    result["table"] = format_table(result, params)
+    return result
+
+
+def _checks(proc: dict[str, Any], latency: dict[str, Any]) -> dict[str, Any]:
+    c: dict[str, Any] = {}
+    d, g, i, p = (proc.get(k, {}).get("cls") for k in ("diffusion", GUIDED, "idm", "pdm"))
+    if d is not None and i is not None:
+        c["diffusion_minus_idm"] = {"value": d - i, "target": ">= 10", "ok": d - i >= 10.0}
+    if d is not None and p is not None:
+        c["pdm_minus_diffusion"] = {"value": p - d, "target": "<= 3", "ok": p - d <= 3.0}
+    if g is not None and p is not None:
+        c["guided_minus_pdm"] = {"value": g - p, "target": ">= 0", "ok": g - p >= 0.0}
+    for name in ("diffusion", GUIDED):
+        if name in proc:
+            c[f"at_fault_rate[{name}]"] = {"value": proc[name]["at_fault_rate"], "target": "<= 0.02", "ok": proc[name]["at_fault_rate"] <= 0.02}
+            c[f"episode_s[{name}]"] = {"value": proc[name]["episode_s_median"], "target": "<= 10", "ok": proc[name]["episode_s_median"] <= 10.0}
+    if GUIDED in latency:
+        v = latency[GUIDED]["median_ms"]
+        c["replan_ms[K=8, 10 steps, guidance]"] = {"value": v, "target": "<= 50", "ok": v <= 50.0}
+    return c
+
+
+def format_table(result: dict[str, Any], params: SuiteParams) -> str:
+    lines = []
+    for title, key in (("Procedural scenarios, reactive agents", "procedural"), ("CommonRoad, log replay", "commonroad_replay"),
+                       ("CommonRoad, reactive", "commonroad_reactive")):
+        table = result[key]
+        if not table:
+            continue
+        n = next(iter(table.values()))["scenarios"]
+        lines.append(f"{title} ({n} scenarios)")
+        lines.append(f"  {'planner':20} {'CLS':>6} {'at-fault':>9} {'no-coll':>8} {'drivable':>8} {'progress':>8} {'TTC':>6} {'speed':>6} {'comfort':>7} {'episode s':>9} {'replan ms':>9}")
+        for name, r in table.items():
+            m, w = r["multipliers"], r["weighted"]
+            lines.append(
+                f"  {name:20} {r['cls']:6.1f} {100 * r['at_fault_rate']:8.1f}% {m['no_at_fault_collisions']:8.2f} {m['drivable_area_compliance']:8.2f}"
+                f" {w['progress']:8.2f} {w['ttc']:6.2f} {w['speed_limit']:6.2f} {w['comfort']:7.2f} {r['episode_s_median']:9.2f} {r['replan_ms_median']:9.1f}"
+            )
+        if key == "procedural":
+            types = [t for t in TYPES if any(t in r["by_type"] for r in table.values())]
+            lines.append("  CLS by type: " + " ".join(f"{t[:8]:>8}" for t in types))
+            for name, r in table.items():
+                lines.append(f"  {name:20} " + " ".join(f"{r['by_type'].get(t, float('nan')):8.1f}" for t in types))
+        lines.append("")
+    if result["latency"]:
+        lines.append("Replan latency (K = 8 samples, 10 DPM-Solver++ steps), dense-traffic scene")
+        for name, r in result["latency"].items():
+            lines.append(f"  {name:20} median {r['median_ms']:6.1f} ms   p90 {r['p90_ms']:6.1f} ms   ({r['replans']} replans, {r['agents']} agents)")
+        lines.append("")
+    lines.append("Targets")
+    for name, c in result["checks"].items():
+        lines.append(f"  {name:40} {c['value']:8.2f}   target {c['target']:8}  {'yes' if c['ok'] else 'NO'}")
+    return "\n".join(lines)

@@ -1,0 +1,206 @@
+"""Training of the diffusion planner on expert demonstrations, bounded by wall-clock minutes.
+
+It resumes from the output checkpoint when it exists (model, optimiser, EMA, step, seconds so
+far); checkpoints are written atomically every few minutes and at the end. The EMA weights are
+what the planner uses.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
+
+from .diffusion import diffusion_loss
+from .features import EGO_DIM
+from .model import DiffusionPlannerNet, ModelConfig, count_parameters
+
+INPUT_KEYS = ("agents", "agents_mask", "statics", "statics_mask", "lanes", "lanes_mask", "route", "route_mask", "ego")
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    minutes: float = 30.0
+    batch: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    ema: float = 0.995
+    seed: int = 0
+    save_every_s: float = 180.0
+    max_steps: int | None = None  # for tests
+
+
+def load_dataset(path: Path) -> dict[str, torch.Tensor]:
+    if not Path(path).exists():
+        raise EngineError(f"no training data at {path}: generate it with 'workbench planner data'")
+    try:
+        with np.load(path) as z:
+            data = {k: torch.from_numpy(np.asarray(z[k])) for k in (*INPUT_KEYS, "neighbor_index", "neighbor_current", "future", "future_valid")}
+    except (KeyError, ValueError, OSError) as exc:
+        raise EngineError(f"{Path(path).name} is not planner training data ({exc})") from None
+    for k in ("agents", "statics", "lanes", "route", "ego", "neighbor_current"):
+        data[k] = data[k].float()
+    data["ego"] = data["ego"][:, :EGO_DIM]  # older data files also hold acceleration and yaw rate
+    return data
+
+
+def state_statistics(future: torch.Tensor, valid: torch.Tensor, per_step: bool) -> dict[str, torch.Tensor]:
+    """Mean and std of (x, y, cos, sin) of ego and neighbour futures, per waypoint or pooled.
+
+    Headings keep mean 0 / std 1; the std of x and y is floored at 0.3 m. Row 0 (the current,
+    pinned state) shares the statistics of the first future waypoint (per waypoint) or of all.
+    """
+    out = {}
+    t1 = future.shape[2]
+    for name, sl in (("ego", slice(0, 1)), ("nb", slice(1, None))):
+        f = future[:, sl]
+        v = valid[:, sl]
+        mean = torch.zeros(t1, 4)
+        std = torch.ones(t1, 4)
+        if per_step:
+            for t in range(1, t1):
+                ft = f[:, :, t][v[:, :, t]]
+                mean[t, :2], std[t, :2] = ft[:, :2].mean(0), ft[:, :2].std(0)
+            mean[0], std[0] = mean[1], std[1]
+        else:
+            fa = f[:, :, 1:][v[:, :, 1:]]
+            mean[:, :2], std[:, :2] = fa[:, :2].mean(0), fa[:, :2].std(0)
+        std[:, :2] = std[:, :2].clamp(min=0.3)
+        out[f"{name}_mean"], out[f"{name}_std"] = mean, std
+    return out
+
+
+def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    x = {k: data[k][idx] for k in INPUT_KEYS}
+    fut = data["future"][idx].clone()
+    valid = data["future_valid"][idx].clone()
+    # Row 0 is the current state: the ego's is (0, 0, 1, 0) by construction, neighbours' from the inputs.
+    valid[:, :, 0] = torch.cat([torch.ones(len(idx), 1, dtype=torch.bool), data["neighbor_index"][idx] >= 0], dim=1)
+    fut[:, 1:, 0] = data["neighbor_current"][idx]
+    x0 = model.normalize(fut) * valid[..., None]
+    return x, x0, valid
+
+
+def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
+          cancel: CancelToken = NEVER_CANCELLED, model_config: ModelConfig = ModelConfig()) -> dict:
+    """Train for ``params.minutes`` more minutes (resuming from ``out``); returns a summary."""
+    if params.minutes <= 0:
+        raise EngineError("--minutes must be positive")
+    seed_everything(params.seed)
+    data = load_dataset(data_path)
+    n = len(data["future"])
+    if n < params.batch:
+        raise EngineError(f"the training data has only {n} samples, fewer than one batch of {params.batch}")
+    state = _load_state(out)
+    if state is not None:
+        model_config = ModelConfig(**state["config"])
+    model = DiffusionPlannerNet(model_config)
+    ema = copy.deepcopy(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=params.lr, weight_decay=params.weight_decay)
+    step, seconds, history = 0, 0.0, []
+    if state is not None:
+        model.load_state_dict(state["train_model"])
+        ema.load_state_dict({k: v.float() for k, v in state["model"].items()})
+        opt.load_state_dict(state["optimizer"])
+        step, seconds, history = state["step"], state["train_seconds"], state.get("history", [])
+    else:
+        stats = state_statistics(data["future"], data["future_valid"], model_config.per_step_norm)
+        for k, v in stats.items():
+            getattr(model, k).copy_(v)
+            getattr(ema, k).copy_(v)
+    for p in ema.parameters():
+        p.requires_grad_(False)
+    gen = torch.Generator().manual_seed(params.seed + step)
+    budget = params.minutes * 60.0
+    t_start = time.perf_counter()
+    last_save = t_start
+    running = []
+    model.train()
+
+    def denoiser(x):
+        def denoise(x_t, t):
+            tokens, pad, cond = model.encoder(x)
+            return model.decoder(x_t, t, model.decoder.memory(tokens), pad, cond, ~valid_now)
+        return denoise
+
+    while True:
+        elapsed = time.perf_counter() - t_start
+        if elapsed >= budget or (params.max_steps is not None and step >= params.max_steps):
+            break
+        cancel.raise_if_cancelled()
+        idx = torch.randint(0, n, (params.batch,), generator=gen)
+        x, x0, valid = batch_targets(model, data, idx)
+        valid_now = valid[:, :, 0]
+        # Warm-up then a cosine decay over the planned budget of this run.
+        frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
+        lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, ego_loss, nb_loss = diffusion_loss(denoiser(x), x0, valid)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            for pe, pm in zip(ema.parameters(), model.parameters()):
+                pe.mul_(params.ema).add_(pm.detach(), alpha=1 - params.ema)
+        step += 1
+        running.append((float(ego_loss.detach()), float(nb_loss.detach())))
+        if step % 50 == 0:
+            e, nb = np.mean(running, axis=0)
+            history.append({"step": step, "seconds": round(seconds + elapsed, 1), "ego_loss": float(e), "neighbor_loss": float(nb)})
+            running = []
+            progress(min(elapsed / budget, 0.999), f"step {step}: ego loss {e:.4f}, neighbours {nb:.4f}")
+        if time.perf_counter() - last_save > params.save_every_s:
+            _save(out, model, ema, opt, step, seconds + time.perf_counter() - t_start, history, data_path, n, params)
+            last_save = time.perf_counter()
+    total = seconds + time.perf_counter() - t_start
+    _save(out, model, ema, opt, step, total, history, data_path, n, params)
+    progress(1.0, f"{step} steps")
+    last = history[-1] if history else {}
+    return {"out": str(out), "steps": step, "train_seconds": round(total, 1), "samples": n,
+            "parameters": count_parameters(model), "ego_loss": last.get("ego_loss"), "neighbor_loss": last.get("neighbor_loss")}
+
+
+def _load_state(out: Path) -> dict | None:
+    path = Path(out)
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise EngineError(f"cannot resume from {path.name}: it is not a planner checkpoint ({type(exc).__name__})") from None
+    if "train_model" not in state:
+        raise EngineError(f"{path.name} holds no training state to resume from (it is a shipped, inference-only checkpoint)")
+    return state
+
+
+def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, data_path: Path, n: int, params: TrainParams) -> None:
+    state = {
+        "config": model.cfg.to_dict(),
+        "model": {k: v.detach().clone() for k, v in ema.state_dict().items()},
+        "train_model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "step": step,
+        "train_seconds": seconds,
+        "history": history,
+        "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": Path(data_path).name, "seed": params.seed,
+                 "batch": params.batch, "lr": params.lr, "parameters": count_parameters(model)},
+    }
+    with atomic_path(out) as tmp:
+        torch.save(state, tmp)
+
+
+def export_inference(ckpt: Path, out: Path) -> dict:
+    """A small inference-only copy (EMA weights in float16) for shipping."""
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    slim = {"config": state["config"], "model": {k: v.half() if v.is_floating_point() else v for k, v in state["model"].items()},
+            "meta": state.get("meta", {}), "history": state.get("history", [])}
+    with atomic_path(out) as tmp:
+        torch.save(slim, tmp)
+    return {"out": str(out), "bytes": Path(out).stat().st_size}

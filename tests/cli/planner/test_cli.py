@@ -1,0 +1,104 @@
+"""`workbench planner ...`: one JSON object with --json, files written, and exit 2 with one
+`error:` line for each kind of bad input."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engines.planner.procedural import generate
+from engines.planner.scenario import scenario_to_dict
+
+
+def one_error(out) -> str:
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in out.stderr, out.stderr
+    return lines[0]
+
+
+def test_run_scores_an_episode_and_writes_it_then_video(cli, tmp_path: Path) -> None:
+    ep = tmp_path / "ep.json"
+    out = cli("planner", "run", "--type", "lead_braking", "--seed", "2", "--planner", "idm", "--reactive", "--out", str(ep), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["planner"] == "idm" and 0.0 <= data["cls"] <= 100.0 and data["steps"] == 150
+    assert set(data["multipliers"]) == {"no_at_fault_collisions", "drivable_area_compliance", "driving_direction_compliance", "making_progress"}
+    assert set(data["weighted"]) == {"progress", "ttc", "speed_limit", "comfort"}
+    saved = json.loads(ep.read_text())
+    assert saved["format"] == "workbench-planner-episode" and len(saved["plans"]) == 150 and len(saved["ego"]) == 151
+    gif = tmp_path / "ep.gif"
+    out = cli("planner", "video", str(ep), str(gif), "--size", "200x150", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["frames"] == 151 and gif.stat().st_size > 1000
+
+
+def test_run_diffusion_with_guidance_on_a_commonroad_file(cli, tmp_path: Path) -> None:
+    xml = Path("resources/planner/commonroad/ZAM_Tutorial-1_2_T-1.xml")
+    out = cli("planner", "run", "--scenario", str(xml), "--planner", "diffusion", "--guidance", "collision,drivable",
+              "--samples", "4", "--steps", "4", "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["scenario"] == "ZAM_Tutorial-1_2_T-1" and data["planner"].startswith("diffusion+guidance")
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("malformed_json", "not valid JSON"),
+    ("malformed_xml", "not valid XML"),
+    ("empty", "empty"),
+    ("unreachable", "unreachable"),
+])
+def test_bad_scenarios_are_one_error_line(cli, tmp_path: Path, case: str, needle: str) -> None:
+    if case == "malformed_json":
+        path = tmp_path / "s.json"
+        path.write_text('{"lanes": [1, 2')
+    elif case == "malformed_xml":
+        path = tmp_path / "s.xml"
+        path.write_text("<commonRoad><lanelet id='1'>")
+    else:
+        data = scenario_to_dict(generate("straight", 1))
+        if case == "empty":
+            data["lanes"] = []
+        else:
+            data["ego"]["x"] += 500.0
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(data))
+    line = one_error(cli("planner", "run", "--scenario", str(path), "--planner", "idm", "--json"))
+    assert needle in line
+
+
+def test_unknown_type_planner_and_guidance_are_one_error_line(cli) -> None:
+    assert "unknown scenario type 'highway9'" in one_error(cli("planner", "run", "--type", "highway9", "--planner", "idm"))
+    assert "unknown planner 'rrt'" in one_error(cli("planner", "run", "--type", "straight", "--planner", "rrt"))
+    assert "unknown guidance term" in one_error(cli("planner", "run", "--type", "straight", "--planner", "diffusion", "--guidance", "magic"))
+    assert "no such file" in one_error(cli("planner", "run", "--scenario", "/no/such/file.json"))
+
+
+def test_suite_runs_every_planner_on_the_same_scenarios(cli) -> None:
+    out = cli("planner", "suite", "--n", "2", "--planners", "idm,constant_velocity", "--no-commonroad", "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    table = data["procedural"]
+    assert set(table) == {"idm", "constant_velocity"} and table["idm"]["scenarios"] == 2
+    assert {r["scenario"] for r in data["rows"] if r["planner"] == "idm"} == {r["scenario"] for r in data["rows"] if r["planner"] == "constant_velocity"}
+
+
+def test_data_and_train_resume_and_export(cli, tmp_path: Path) -> None:
+    data = tmp_path / "d.npz"
+    out = cli("planner", "data", "--episodes", "1", "--out", str(data), "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["samples"] == 75
+    ckpt = tmp_path / "m.pt"
+    first = cli("planner", "train", "--minutes", "0.05", "--data", str(data), "--out", str(ckpt), "--batch", "16", "--json", "--quiet")
+    assert first.returncode == 0, first.stderr
+    steps1 = json.loads(first.stdout)["steps"]
+    second = cli("planner", "train", "--minutes", "0.05", "--data", str(data), "--out", str(ckpt), "--batch", "16",
+                 "--export", str(tmp_path / "small.pt"), "--json", "--quiet")
+    assert second.returncode == 0, second.stderr
+    info = json.loads(second.stdout)
+    assert steps1 >= 1 and info["steps"] > steps1 and info["train_seconds"] > 0
+    assert (tmp_path / "small.pt").stat().st_size < ckpt.stat().st_size
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    assert "not planner training data" in one_error(cli("planner", "train", "--minutes", "0.05", "--data", str(bad), "--out", str(tmp_path / "x.pt")))

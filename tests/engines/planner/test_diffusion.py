@@ -1,0 +1,137 @@
+"""The diffusion planner's parts: noise schedule, DPM-Solver++, guidance energies, features,
+and the shipped checkpoint planning in a scene."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from engines.planner.diffusion import alpha_sigma, dpm_solver_pp, lam, t_of_lambda
+from engines.planner.features import N_AGENTS, FeatureBuilder
+from engines.planner.guidance import GuidanceConfig, GuidanceContext, energies, guide_step, rect_corners, signed_distance
+from engines.planner.procedural import generate
+from engines.planner.scene import Scene
+from engines.planner.simulation import Simulator
+
+from .helpers import agent, scene
+
+
+def test_schedule_is_the_linear_vp_sde_and_lambda_inverts() -> None:
+    t = torch.linspace(1e-3, 1.0, 50)
+    a, s = alpha_sigma(t)
+    assert torch.allclose(a**2 + s**2, torch.ones_like(t), atol=1e-6)
+    assert float(a[-1]) == pytest.approx(np.exp(-0.25 * (20 - 0.1) - 0.5 * 0.1), rel=1e-5)
+    assert torch.allclose(t_of_lambda(lam(t)), t, atol=1e-5)
+
+
+def test_dpm_solver_reaches_the_predicted_x0_and_keeps_the_first_waypoint_pinned() -> None:
+    target = torch.randn(4, 3, 11, 4)
+    current = torch.randn(4, 3, 4)
+    seen = []
+
+    def oracle(x_t, t):
+        seen.append(float(t[0]))
+        return target.clone()
+
+    x = dpm_solver_pp(oracle, torch.randn(4, 3, 11, 4), current, steps=10)
+    assert len(seen) == 10 and seen[0] == pytest.approx(1.0) and seen == sorted(seen, reverse=True)
+    assert torch.allclose(x[:, :, 0], current)
+    assert torch.allclose(x[:, :, 1:], target[:, :, 1:], atol=0.05)
+
+
+def test_signed_distance_of_boxes() -> None:
+    a = rect_corners(torch.tensor([0.0, 0.0]), torch.tensor([1.0, 0.0]), 4.0, 2.0)
+    apart = rect_corners(torch.tensor([7.0, 0.0]), torch.tensor([1.0, 0.0]), 4.0, 2.0)
+    overlap = rect_corners(torch.tensor([3.0, 0.0]), torch.tensor([1.0, 0.0]), 4.0, 2.0)
+    assert float(signed_distance(a, apart)) == pytest.approx(3.0)
+    assert float(signed_distance(a, overlap)) == pytest.approx(-1.0)
+
+
+def _context(neighbor_xy=None, sdf=None, origin=(0.0, 0.0), res=1.0) -> GuidanceContext:
+    return GuidanceContext(
+        neighbor_size=torch.tensor([[4.5, 2.0]]), neighbor_valid=torch.tensor([neighbor_xy is not None]),
+        static_boxes=torch.zeros(0, 4, 2), forecast_boxes=torch.zeros(0, 20, 4, 2), sdf=sdf,
+        sdf_origin=torch.tensor(origin), sdf_res=res, ego_origin=torch.tensor([0.0, 0.0]), ego_heading=0.0, speed_limit=10.0, dt=0.2,
+    )
+
+
+def _straight_plan(speed: float, k: int = 2) -> torch.Tensor:
+    t = torch.arange(41) * 0.2
+    plan = torch.zeros(k, 41, 4)
+    plan[..., 0] = speed * t
+    plan[..., 2] = 1.0
+    return plan
+
+
+def test_collision_guidance_moves_the_plan_away_from_a_predicted_collision() -> None:
+    ego = _straight_plan(10.0)
+    nb = torch.zeros(2, 1, 41, 4)
+    nb[..., 0] = 30.0  # a stopped car 30 m ahead, in the way
+    nb[..., 2] = 1.0
+    cfg = GuidanceConfig({"collision": 1.0})
+    ctx = _context(neighbor_xy=True)
+    before = energies(ego, nb, ctx, cfg)["collision"]
+    assert (before > 0).all()
+    moved = ego.clone()
+    for _ in range(5):
+        moved[..., :2] += guide_step(moved, nb, ctx, cfg)
+    after = energies(moved, nb, ctx, cfg)["collision"]
+    assert (after < 0.8 * before).all()
+    assert torch.allclose(moved[:, 0], ego[:, 0])  # the first waypoint never moves
+
+
+def test_drivable_guidance_pulls_the_plan_back_onto_the_road() -> None:
+    grid = torch.full((1, 1, 40, 200), 5.0)
+    grid[..., 15:25, :] = -2.0  # a 10 m wide road along y = 15..25 (origin y = -20)
+    ego = _straight_plan(5.0, 1)
+    ego[..., 1] = torch.linspace(0.0, 6.0, 41)  # drifting left, off the road
+    cfg = GuidanceConfig({"drivable": 1.0})
+    ctx = _context(sdf=grid, origin=(-10.0, -20.0))
+    before = energies(ego, torch.zeros(1, 0, 41, 4), ctx, cfg)["drivable"]
+    step = guide_step(ego, torch.zeros(1, 0, 41, 4), ctx, cfg)
+    assert float(before) > 0 and float(step[0, -1, 1]) < 0  # pushed back to the right
+
+
+def test_guidance_terms_parse_and_reject_unknown_names() -> None:
+    from engines.core import EngineError
+
+    cfg = GuidanceConfig.parse("collision,speed", {"speed": 0.5})
+    assert cfg.weights == {"collision": 1.0, "speed": 0.5} and cfg.active
+    assert not GuidanceConfig.parse("").active
+    with pytest.raises(EngineError, match="unknown guidance term"):
+        GuidanceConfig.parse("collision,teleport")
+
+
+def test_features_are_ego_centric() -> None:
+    sc = scene(agents=(agent(1, 70.0, 0.0, 8.0), agent(2, 30.0, 3.5, 8.0)))
+    sim = Simulator(sc, reactive=True)
+    inp = FeatureBuilder(sc).build(sim.observation())
+    assert inp.agents.shape[0] == N_AGENTS and inp.agents_mask.sum() == 2
+    first = inp.neighbor_index[0]
+    assert first == 0  # the nearest agent (20 m ahead) comes first
+    assert inp.neighbor_current[0, 0] == pytest.approx(20.0) and abs(inp.neighbor_current[0, 1]) < 1e-6
+    assert inp.lanes_mask.any() and inp.route_mask[0] and inp.ego[0] == pytest.approx(1.0)
+
+
+def test_shipped_checkpoint_plans_k_samples_with_and_without_guidance() -> None:
+    from engines.planner.model import count_parameters
+    from engines.planner.planners.diffusion_planner import DiffusionPlanner, DiffusionSettings, load_model
+
+    model, meta = load_model()
+    assert 1_000_000 <= count_parameters(model) <= 2_000_000 and meta["steps"] > 1000
+    sc = Scene(generate("cut_in", 11))
+    sim = Simulator(sc, reactive=True)
+    for guidance in ("", "collision,drivable,speed,comfort"):
+        planner = DiffusionPlanner(DiffusionSettings(samples=8, steps=10, guidance=GuidanceConfig.parse(guidance)), model=model)
+        planner.reset(sc)
+        planner.record_trace = True
+        plan = planner.plan(sim.observation())
+        assert plan.samples.shape == (8, 41, 2) and 0 <= plan.chosen < 8
+        assert np.allclose(plan.trajectory[0, :2], [sc.scenario.ego.x, sc.scenario.ego.y], atol=1e-3)
+        assert plan.predictions is not None and len(plan.predictions) == len(plan.prediction_ids) > 0
+        assert len(plan.trace["steps"]) == 10
+        guided = [float(np.abs(s["guidance"]).max()) for s in plan.trace["steps"]]
+        assert (max(guided) > 0) if guidance else (max(guided) == 0)
+        # The plan goes forward along the lane at a plausible speed.
+        travel = np.hypot(*(plan.trajectory[20, :2] - plan.trajectory[0, :2]))
+        assert 0.5 * sc.scenario.ego.speed * 2.0 < travel < 1.6 * sc.scenario.ego.speed * 2.0

@@ -1,0 +1,118 @@
+"""The closed loop: bicycle and tracker, IDM agents and log replay, the rule-based planners,
+episodes (JSON, CSV, video) and re-runs from a frame."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.core import EngineError
+from engines.planner.episode import episode_csv, load_episode, save_episode
+from engines.planner.planners.base import PLAN_DT, poses_with_speed
+from engines.planner.planners.pdm import PDMPlanner
+from engines.planner.planners.rules import ConstantVelocityPlanner, ExpertPlanner, IDMPlanner
+from engines.planner.procedural import generate
+from engines.planner.runner import RunParams, move_agent, rerun, run, with_cut_in
+from engines.planner.scene import Scene
+from engines.planner.simulation import run_episode
+from engines.planner.vehicle import EgoState, Tracker, step_bicycle
+
+from .helpers import agent, scenario
+
+
+def test_bicycle_drives_straight_and_turns_with_steering() -> None:
+    s = EgoState(0.0, 0.0, 0.0, 10.0)
+    for _ in range(10):
+        s = step_bicycle(s, 0.0, 0.0, 0.1)
+    assert s.x == pytest.approx(10.0, abs=1e-6) and s.y == pytest.approx(0.0, abs=1e-9)
+    t = EgoState(0.0, 0.0, 0.0, 10.0, steering=0.1)
+    t = step_bicycle(t, 0.0, 0.1, 0.1)
+    assert t.yaw_rate == pytest.approx(10.0 * np.tan(0.1) / 3.089, rel=1e-3) and t.heading > 0
+
+
+def test_tracker_reaches_the_plans_speed_and_line() -> None:
+    tracker = Tracker()
+    s = EgoState(0.0, 1.0, 0.0, 5.0)
+    for _ in range(80):
+        xs = s.x + np.arange(41) * 1.0  # 10 m/s along y = 0
+        plan = poses_with_speed(np.column_stack([xs, np.zeros(41)]), np.zeros(41), PLAN_DT)
+        a, d = tracker.control(s, plan)
+        s = step_bicycle(s, a, d, 0.1)
+    assert s.speed == pytest.approx(10.0, abs=0.3)
+    assert abs(s.y) < 0.2
+
+
+def test_idm_agent_stops_behind_a_stopped_car_and_replay_reproduces_the_log() -> None:
+    from engines.planner.agents import AgentSim
+    from engines.planner.scenario import Agent, Event
+
+    parked = Agent(1, "vehicle", 4.5, 2.0, ((150.0, 0.0, 0.0, 0.0),), events=(Event(0.0, "brake", speed=0.0),))
+    follower = agent(2, 100.0, 0.0, 12.0)
+    sim = AgentSim(Scene(scenario(agents=(parked, follower))), reactive=True)
+    for _ in range(150):
+        sim.step(None, (0.0, 0.0))
+    gap = sim.state[0, 0] - sim.state[1, 0] - 4.5
+    assert sim.state[0, 0] == pytest.approx(150.0) and 0.8 < gap < 4.0 and sim.state[1, 3] < 0.1
+    # Log replay: the recorded states come back exactly.
+    log = tuple((100.0 + 1.2 * k, 3.5, 0.0, 12.0) for k in range(1, 30))
+    replayed = Agent(3, "vehicle", 4.5, 2.0, ((100.0, 3.5, 0.0, 12.0),), trajectory=log)
+    sim = AgentSim(Scene(scenario(agents=(replayed,))), reactive=False)
+    for k in range(35):
+        sim.step(None, (0.0, 0.0))
+        if k < len(log):
+            assert np.allclose(sim.state[0], log[k]) and sim.active[0]
+    assert not sim.active[0]  # gone once its log ends
+
+
+def test_rule_based_planners_on_a_stopped_vehicle() -> None:
+    sc = generate("stopped_vehicle", 1)
+    scene = Scene(sc)
+    stopped = next(a for a in sc.agents if a.history[-1][3] == 0.0)
+    idm = run_episode(scene, IDMPlanner(), reactive=True)
+    expert = run_episode(scene, ExpertPlanner(), reactive=True)
+    pdm = run_episode(scene, PDMPlanner(), reactive=True)
+    x_stop = stopped.history[-1][0]
+    assert idm.ego[-1, 0] < x_stop and idm.ego[-1, 3] < 0.5  # the lane follower waits behind it
+    assert expert.ego[-1, 0] > x_stop + 10.0  # the expert changes lanes and passes
+    assert pdm.ego[-1, 0] > x_stop + 10.0  # so does the PDM-like planner (lane offsets)
+    cv = run_episode(scene, ConstantVelocityPlanner(), reactive=True, steps=20)
+    assert np.allclose(cv.ego[:, 3], sc.ego.speed, atol=0.3)
+
+
+def test_episode_round_trip_csv_and_video(tmp_path: Path) -> None:
+    from engines.planner.render import render_video
+
+    res = run(RunParams(type="cut_in", seed=2, planner="idm", reactive=True), out=tmp_path / "ep.json")
+    ep = load_episode(tmp_path / "ep.json")
+    assert ep.steps == 150 and len(ep.plans) == 150
+    assert ep.score == pytest.approx(res.episode.score)
+    assert np.allclose(ep.ego[:, :2], res.episode.ego[:, :2], atol=1e-3)
+    csv = episode_csv(ep).splitlines()
+    assert csv[0].startswith("step,time,x,y") and len(csv) == 152
+    ep.ego, ep.agents, ep.valid, ep.plans = ep.ego[:6], ep.agents[:6], ep.valid[:6], ep.plans[:5]
+    info = render_video(ep, tmp_path / "clip.gif", fps=5, size=(160, 120))
+    assert info["frames"] == 6 and (tmp_path / "clip.gif").stat().st_size > 1000
+    with pytest.raises(EngineError, match="mp4 or .gif"):
+        render_video(ep, tmp_path / "clip.avi")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "workbench-planner-episode", "ego": [')
+    with pytest.raises(EngineError, match="not valid JSON"):
+        load_episode(bad)
+
+
+def test_rerun_from_a_frame_keeps_the_past_and_applies_edits() -> None:
+    base = run(RunParams(type="straight", seed=4, planner="idm", reactive=True)).episode
+    frame = 40
+    same = rerun(base, frame, RunParams(planner="idm"))
+    assert np.allclose(same.ego[: frame + 1], base.ego[: frame + 1])
+    assert np.allclose(same.ego[-1, :2], base.ego[-1, :2], atol=0.05)  # deterministic replay of the rest
+    # Put a car right in front of the ego at the frame: the lane follower brakes for it.
+    e = base.ego[frame]
+    target = int(base.agent_ids[0])
+    moved = rerun(base, frame, RunParams(planner="idm"), edit=move_agent(target, e[0] + 15.0, e[1], e[2], 0.0))
+    assert moved.ego[-1, 0] < base.ego[-1, 0] - 20.0
+    cut = with_cut_in(base, frame)
+    assert len(cut.agents) == len(base.scenario.agents) + 1 and cut.agents[-1].start_step == frame
+    with_cut = rerun(base, frame, RunParams(planner="idm"), scenario=cut)
+    assert with_cut.valid[frame + 1, -1] and not with_cut.valid[frame - 1, -1]

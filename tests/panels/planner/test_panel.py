@@ -1,0 +1,219 @@
+"""The replay panel: run, scrub and play, camera and layers, re-run (guidance, drag, cut-in),
+denoising animation, A/B, exports, bad input, sessions, and the replay frame rate."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from engines.planner.procedural import generate
+from engines.planner.runner import RunParams, run
+from engines.planner.scenario import scenario_to_dict
+from tests.conftest import wait_until
+from workbench.screenshot import grab_image, is_blank
+
+
+@pytest.fixture(scope="module")
+def idm_episode():
+    return run(RunParams(type="cut_in", seed=3, planner="idm", reactive=True)).episode
+
+
+def make_panel(qtbot, panel_ctx):
+    from panels.planner import create_panel
+
+    panel = create_panel(panel_ctx)
+    qtbot.addWidget(panel)
+    panel.resize(1300, 850)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+def finish(qapp, panel, timeout: float = 240.0) -> None:
+    assert wait_until(qapp, lambda: not panel.runner.busy, timeout), "the job did not finish"
+
+
+def load(panel, episode, compare=None) -> None:
+    from panels.planner.panel import _loaded
+
+    panel._on_result(_loaded(episode, compare))
+
+
+def test_default_run_draws_and_the_timeline_moves(qapp, qtbot, panel_ctx) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    assert panel.run_default()
+    finish(qapp, panel)
+    assert panel.loaded is not None and panel.loaded.episode.planner.startswith("diffusion")
+    assert panel.loaded.episode.steps == 60 and panel.slider.maximum() == 60
+    wait_until(qapp, lambda: False, 0.2)
+    assert not is_blank(grab_image(panel.view))
+    assert "CLS" in panel.summary.text()
+    assert panel.table.rowCount() == 9
+    # Keyboard: Right, End, Home.
+    panel.view.setFocus()
+    qtbot.keyClick(panel.view, Qt.Key.Key_Right)
+    assert panel.frame == 1
+    qtbot.keyClick(panel.view, Qt.Key.Key_End)
+    assert panel.frame == 60
+    qtbot.keyClick(panel.view, Qt.Key.Key_Home)
+    assert panel.frame == 0
+    # Play at 4x advances frames; pausing stops.
+    panel.speed.setCurrentIndex(4)
+    panel.toggle_play()
+    assert panel.timer.interval() == 25
+    assert wait_until(qapp, lambda: panel.frame >= 5, 5.0)
+    panel.toggle_play()
+    stopped = panel.frame
+    wait_until(qapp, lambda: False, 0.2)
+    assert panel.frame == stopped
+
+
+def test_layers_camera_and_violation_jump(qapp, qtbot, panel_ctx, idm_episode) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    load(panel, idm_episode)
+    item = next(panel.layers.item(i) for i in range(panel.layers.count()) if panel.layers.item(i).data(Qt.ItemDataRole.UserRole) == "agents")
+    item.setCheckState(Qt.CheckState.Unchecked)
+    assert not panel.view.agents.isVisible() and panel.view.visible["agents"] is False
+    item.setCheckState(Qt.CheckState.Checked)
+    assert panel.view.agents.isVisible()
+    panel.set_frame(30)
+    panel.camera.setCurrentIndex(1)  # heading up
+    assert not panel.view.vb.root.transform().isIdentity()
+    panel.camera.setCurrentIndex(0)
+    assert panel.view.vb.root.transform().isIdentity()
+    panel.jump_to_violation()
+    first = idm_episode.metrics.first_violation
+    assert panel.frame == (first.step if first else 30)
+
+
+def test_rerun_with_guidance_drag_and_cut_in(qapp, qtbot, panel_ctx, idm_episode) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    load(panel, idm_episode)
+    panel.set_frame(50)
+    panel.planner.setCurrentText("pdm")
+    panel.rerun_clicked()
+    finish(qapp, panel)
+    ep = panel.loaded.episode
+    assert ep.extras["rerun_from"] == 50 and ep.planner == "pdm" and panel.frame == 50
+    # Drag an agent: the view reports the drop, the re-run applies it.
+    aid = int(ep.agent_ids[0])
+    j = 0
+    x, y = ep.agents[50, j, :2]
+    assert panel.view._can_grab(float(x), float(y))
+    panel.view._drag_end(float(x) + 3.0, float(y))
+    assert panel.pending == (aid, float(x) + 3.0, float(y)) and str(aid) in panel.pending_label.text()
+    panel.rerun_clicked()
+    finish(qapp, panel)
+    moved = panel.loaded.episode
+    assert abs(moved.agents[50, j, 0] - (x + 3.0)) < 0.5
+    panel.cut_in_clicked()
+    finish(qapp, panel)
+    cut = panel.loaded.episode
+    assert len(cut.agent_ids) == len(ep.agent_ids) + 1 and "cut-in" in panel.message.text
+
+
+def test_denoising_animation_and_a_b(qapp, qtbot, panel_ctx, idm_episode) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    load(panel, idm_episode)
+    panel.set_frame(20)
+    panel.denoise_clicked()
+    finish(qapp, panel)
+    assert panel.denoise is not None and len(panel.denoise) == 10
+    assert panel.denoise_bar.isVisible()
+    panel.denoise_slider.setValue(9)
+    assert "10/10" in panel.denoise_label.text()
+    assert len(panel.view.x0.getData()[0]) > 0
+    panel._close_denoise()
+    assert len(panel.view.x0.getData()[0]) == 0
+    # A/B: two planners on one scenario, side by side in the table.
+    panel.source.setCurrentText("procedural: lead_braking")
+    panel.planner.setCurrentText("idm")
+    panel.compare.setCurrentText("constant_velocity")
+    panel.run_clicked()
+    finish(qapp, panel)
+    assert panel.loaded.compare is not None and panel.loaded.compare.planner == "constant_velocity"
+    assert panel.table.horizontalHeaderItem(2).text() == "B" and "B: constant_velocity" in panel.summary.text()
+
+
+def test_exports(qapp, qtbot, panel_ctx, idm_episode, tmp_path: Path) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    assert [a.text() for a in panel.export_actions()] == ["view as PNG…", "replay as GIF…", "replay as MP4…", "episode as JSON…", "episode as CSV…"]
+    load(panel, idm_episode)
+    panel.export_png(tmp_path / "view.png")
+    assert (tmp_path / "view.png").stat().st_size > 1000
+    for name, fn in (("ep.json", panel.export_episode), ("ep.csv", panel.export_csv), ("ep.mp4", panel.export_video)):
+        fn(tmp_path / name)
+        finish(qapp, panel)
+        assert (tmp_path / name).stat().st_size > 1000, name
+    assert json.loads((tmp_path / "ep.json").read_text())["format"] == "workbench-planner-episode"
+
+
+@pytest.mark.parametrize("content,expected", [
+    ('{"name": "x", "lanes": [', "not valid JSON"),
+    ("NOLANES", "empty"),
+    ("UNREACHABLE", "unreachable"),
+])
+def test_bad_files_show_one_clear_message(qapp, qtbot, panel_ctx, tmp_path: Path, content: str, expected: str) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    path = tmp_path / "scene.json"
+    if content in ("NOLANES", "UNREACHABLE"):
+        data = scenario_to_dict(generate("straight", 0))
+        if content == "NOLANES":
+            data["lanes"] = []
+        else:
+            data["route"] = [data["route"][0], "missing-lane"]
+        content = json.dumps(data)
+    path.write_text(content)
+    panel.open_path(path)
+    finish(qapp, panel)
+    assert expected in panel.message.text and panel.loaded is None
+
+
+def test_bad_xml_and_unknown_type_messages(qapp, qtbot, panel_ctx, tmp_path: Path) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    path = tmp_path / "scene.xml"
+    path.write_text("<commonRoad><lanelet>")
+    panel.open_path(path)
+    finish(qapp, panel)
+    assert "not valid XML" in panel.message.text
+
+
+def test_opening_an_episode_file_replays_it(qapp, qtbot, panel_ctx, idm_episode, tmp_path: Path) -> None:
+    from engines.planner.episode import save_episode
+
+    save_episode(idm_episode, tmp_path / "episode.json")
+    panel = make_panel(qtbot, panel_ctx)
+    panel.open_path(tmp_path / "episode.json")
+    finish(qapp, panel)
+    assert panel.loaded is not None and panel.loaded.episode.steps == idm_episode.steps
+
+
+def test_session_state_round_trip(qtbot, panel_ctx) -> None:
+    a = make_panel(qtbot, panel_ctx)
+    a.source.setCurrentText("procedural: merge")
+    a.seed.setValue(7)
+    a.planner.setCurrentText("pdm")
+    a.term_box["speed"].setChecked(True)
+    a.term_weight["speed"].setValue(0.8)
+    a.camera.setCurrentIndex(1)
+    state = json.loads(json.dumps(a.state()))
+    b = make_panel(qtbot, panel_ctx)
+    b.restore(state)
+    assert b.state() == state
+
+
+def test_replay_runs_at_30_fps_with_30_agents_and_16_samples(qapp, qtbot, panel_ctx) -> None:
+    from engines.planner.replay import build_replay
+    from panels.planner.panel import Loaded
+
+    ep = run(RunParams(type="dense_traffic", seed=0, planner="pdm", reactive=True)).episode
+    replay = build_replay(ep, max_samples=16)
+    drawn = max(len(f.labels) for f in replay.frames)
+    assert drawn >= 30 and ep.plans[0].samples is not None and len(ep.plans[0].samples) >= 17
+    panel = make_panel(qtbot, panel_ctx)
+    panel._on_result(Loaded(ep, replay))
+    fps = panel.measure_fps(90)
+    print(f"replay: {fps:.1f} frames/s with {drawn} agents and 16 samples")
+    assert fps >= 30.0

@@ -1,0 +1,150 @@
+"""`workbench planner ...`: run one episode, benchmark planners, render a video, make data, train."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engines.core import EngineError
+
+from .common import add_command, add_group, cli_job, existing_file, output
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = add_group(sub, "planner", "driving-scene planner replay: diffusion planner with guidance in closed loop")
+
+    run = add_command(group, "run", cmd_run, "simulate one scenario with one planner and score it (nuPlan-style CLS)")
+    src = run.add_mutually_exclusive_group(required=True)
+    src.add_argument("--scenario", type=existing_file, help="scenario file: our .json or a CommonRoad .xml")
+    src.add_argument("--type", help="procedural scenario type (straight, curve, merge, intersection, lead_braking, cut_in, stopped_vehicle, dense_traffic)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the procedural scenario and of the sampler (default 0)")
+    run.add_argument("--planner", default="diffusion", help="diffusion, idm, pdm, constant_velocity or expert (default diffusion)")
+    run.add_argument("--guidance", default="", help="guidance terms for the diffusion planner: collision,drivable,speed,comfort")
+    run.add_argument("--samples", type=int, default=8, help="diffusion samples per replan (default 8)")
+    run.add_argument("--steps", type=int, default=10, help="DPM-Solver++ steps (default 10)")
+    run.add_argument("--reactive", action="store_true", help="agents react (IDM) instead of replaying their log")
+    run.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
+    run.add_argument("--out", type=Path, help="episode file to write (.json)")
+
+    suite = add_command(group, "suite", cmd_suite, "benchmark planners on procedural scenarios and the CommonRoad files")
+    suite.add_argument("--n", type=int, default=104, help="number of procedural scenarios (default 104: 13 per type)")
+    suite.add_argument("--seed", type=int, default=0, help="suite seed (default 0)")
+    suite.add_argument("--planners", default="diffusion,diffusion+guidance,idm,pdm,constant_velocity",
+                       help="comma-separated planners; 'diffusion+guidance' is the diffusion planner guided by collision and drivable area")
+    suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
+    suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60)")
+    suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
+    suite.add_argument("--out", type=Path, help="also write the JSON result to this file")
+
+    video = add_command(group, "video", cmd_video, "render an episode to .mp4 or .gif")
+    video.add_argument("episode", type=existing_file, help="episode .json written by 'planner run'")
+    video.add_argument("out", type=Path, help="output .mp4 or .gif")
+    video.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
+    video.add_argument("--size", default="800x600", help="frame size WIDTHxHEIGHT (default 800x600)")
+
+    data = add_command(group, "data", cmd_data, "generate expert demonstrations on procedural scenarios")
+    data.add_argument("--episodes", type=int, default=320, help="episodes to simulate (default 320, 40 per type)")
+    data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
+    data.add_argument("--out", type=Path, required=True, help="output .npz")
+
+    train = add_command(group, "train", cmd_train, "train the diffusion planner (resumes from --out when it exists)")
+    train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
+    train.add_argument("--out", type=Path, required=True, help="training checkpoint (.pt); resumed when it exists")
+    train.add_argument("--data", type=Path, default=Path("planner-data.npz"), help="expert data .npz (generated first if missing)")
+    train.add_argument("--episodes", type=int, default=320, help="episodes to generate when --data is missing (default 320)")
+    train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
+    train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
+
+
+def _configure() -> None:
+    from engines.core import configure_threads
+
+    configure_threads()
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    from engines.planner.runner import RunParams, run
+
+    _configure()
+    params = RunParams(
+        scenario=str(args.scenario) if args.scenario else None, type=args.type, seed=args.seed, planner=args.planner,
+        guidance=args.guidance, samples=args.samples, steps=args.steps, reactive=args.reactive,
+        checkpoint=str(args.checkpoint) if args.checkpoint else None,
+    )
+    with cli_job(args, "run ") as (progress, cancel):
+        result = run(params, out=args.out, progress=progress, cancel=cancel)
+    output(args, result.summary(), result.human())
+
+
+def cmd_suite(args: argparse.Namespace) -> None:
+    from engines.planner.suite import SuiteParams, run_suite
+
+    _configure()
+    params = SuiteParams(n=args.n, seed=args.seed, planners=tuple(p.strip() for p in args.planners.split(",") if p.strip()),
+                         commonroad=not args.no_commonroad, latency_replans=args.latency_replans,
+                         checkpoint=str(args.checkpoint) if args.checkpoint else None)
+    with cli_job(args, "suite ") as (progress, cancel):
+        result = run_suite(params, progress=progress, cancel=cancel)
+    if args.out:
+        from engines.core import write_json
+
+        write_json(args.out, result)
+    table = result.pop("table")
+    output(args, result, table)
+
+
+def cmd_video(args: argparse.Namespace) -> None:
+    from engines.planner.episode import load_episode
+    from engines.planner.render import render_video
+
+    from .common import parse_size
+
+    size = parse_size(args.size)
+    if args.out.suffix.lower() not in (".mp4", ".gif"):
+        raise EngineError(f"cannot write {args.out.name}: the video must end in .mp4 or .gif")
+    with cli_job(args, "video ") as (progress, cancel):
+        episode = load_episode(args.episode)
+        info = render_video(episode, args.out, fps=args.fps, size=size, progress=progress, cancel=cancel)
+    output(args, info, f"wrote {args.out} ({info['frames']} frames)")
+
+
+def cmd_data(args: argparse.Namespace) -> None:
+    from engines.planner.data import generate_dataset
+
+    with cli_job(args, "data ") as (progress, cancel):
+        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel)
+    output(args, info, f"wrote {info['samples']} samples from {info['episodes']} episodes to {args.out} in {info['seconds']} s")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from engines.planner.data import generate_dataset
+    from engines.planner.train import TrainParams, export_inference, train
+
+    _configure()
+    with cli_job(args, "train ") as (progress, cancel):
+        data_info = None
+        if not args.data.exists():
+            data_info = generate_dataset(args.data, args.episodes, args.seed, progress, cancel)
+        info = train(args.data, args.out, TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch), progress, cancel)
+        if args.export:
+            info["export"] = export_inference(args.out, args.export)
+    if data_info:
+        info["data"] = data_info
+    output(args, info, f"{info['steps']} steps, {info['train_seconds']} s of training in all; ego loss {info['ego_loss']}")
+
+
+def demo(out: Path, progress, cancel) -> dict:
+    """Run the embedded example with the guided diffusion planner; write the episode, CSV and a GIF."""
+    from engines.core import configure_threads, resource_path, scaled
+    from engines.planner.episode import save_csv
+    from engines.planner.render import render_video
+    from engines.planner.runner import RunParams, run
+
+    configure_threads()
+    params = RunParams(scenario=str(resource_path("planner", "example_scenario.json")), planner="diffusion",
+                       guidance="collision,drivable,speed,comfort", reactive=True)
+    result = run(params, out=out / "planner-episode.json", progress=scaled(progress, 0.0, 0.8), cancel=cancel)
+    save_csv(result.episode, out / "planner-episode.csv")
+    render_video(result.episode, out / "planner-episode.gif", size=(480, 360), progress=scaled(progress, 0.8, 1.0), cancel=cancel)
+    summary = result.summary()
+    return {"cls": summary["cls"], "planner": summary["planner"], "files": ["planner-episode.json", "planner-episode.csv", "planner-episode.gif"]}
