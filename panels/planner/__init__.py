@@ -1,13 +1,9 @@
 """The planner replay panel (Qt only; the engine computes everything it shows)."""
 from __future__ import annotations
 
-from .refcount_guard import make_singletons_immortal
-
 TITLE = "Planner replay (Diffusion Planner)"
 # Scenario or episode JSON (session files, *.wbsession.json, are routed by the shell first) and CommonRoad XML.
 FILE_SUFFIXES = (".json", ".xml")
-
-make_singletons_immortal()
 
 
 def create_panel(ctx):
