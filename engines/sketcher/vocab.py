@@ -50,3 +50,28 @@ def rule_of(token: int) -> int:
 
 def is_primitive(token: int) -> bool:
     return token == CIRCLE or token == QUAD
+
+
+def child_categories(token: int) -> tuple[int, ...]:
+    """Categories of a node's children, in order; inside an edit an operator's children must be
+    primitives, which keeps every replacement at <= 2 primitives."""
+    if token in (ADD, SUB):
+        return (CAT_PRIM, CAT_PRIM)
+    if token == CIRCLE:
+        return (CAT_NUM, CAT_NUM, CAT_NUM)
+    if token == QUAD:
+        return (CAT_NUM, CAT_NUM, CAT_NUM, CAT_NUM, CAT_ANG)
+    return ()
+
+
+def categories_for(rule: int, replacement: Tokens) -> list[int]:
+    """The grammar category of every token of a replacement, then CAT_END (training masks)."""
+    stack = [rule]
+    out: list[int] = []
+    for tok in replacement:
+        out.append(stack.pop())
+        stack.extend(reversed(child_categories(tok)))
+    if stack:
+        raise ValueError("replacement is not a complete subtree")
+    out.append(CAT_END)
+    return out
