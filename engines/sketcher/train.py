@@ -172,7 +172,7 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
     out = Path(params.out)
     ckpt = load_checkpoint(out) if out.exists() else None
     model = build_model(ckpt).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=params.lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=params.lr, weight_decay=0.01, fused=True)
     step = 0
     total_seconds = 0.0
     history: list[list[float]] = []

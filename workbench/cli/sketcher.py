@@ -76,8 +76,9 @@ def cmd_solve(args: argparse.Namespace) -> None:
     from engines.sketcher.image_input import load_target
     from engines.sketcher.search import SearchParams
 
-    target = load_target(args.target)
     params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed)
+    params.check()
+    target = load_target(args.target)
     with cli_job(args, "solve ") as (progress, cancel):
         result = solve_target(target, SolveRequest(params, args.proposer, str(args.checkpoint or "")), progress, cancel)
     data = {"program": result.program, "iou": round(result.iou, 4), "renders": result.renders, "seconds": result.seconds,
