@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .editpath import TrainingPair, differing_nodes, training_pair
+from .editpath import TrainingPair, aligned_targets, differing_nodes, training_pair
 from .edits import random_program
 from .render import render_batch
 from .sketch import sketch_render
@@ -38,6 +38,8 @@ class Batch:
     length: np.ndarray  # (B,) program lengths L: <edit> sits at L
     pointer_target: np.ndarray  # (B,) the node the labelled edit changes
     pointer_ok: np.ndarray  # (B, T) every node the reverse path may edit next (any is right)
+    fix: np.ndarray  # (B, T) for program tokens: the target's token at that tree place, else -100
+    fix_category: np.ndarray  # (B, T) grammar category of each program token
     next_token: np.ndarray  # (B, T) token to predict after position t, -100 where none
     category: np.ndarray  # (B, T) grammar category of next_token (CAT_END where none)
     target: np.ndarray  # (B, 64, 64) bool
@@ -45,9 +47,16 @@ class Batch:
     remaining: np.ndarray  # (B,) edits left on the path, this one included
 
 
+def primitive_count(rng: random.Random, max_primitives: int) -> int:
+    """1..max, leaning to small programs (weights max, max-1, ..., floor 2): with little compute
+    the model first has to learn to read single shapes."""
+    weights = [max(max_primitives - k, 2) for k in range(max_primitives)]
+    return rng.choices(range(1, max_primitives + 1), weights)[0]
+
+
 def sample_target(rng: random.Random, max_primitives: int) -> tuple:
     while True:
-        program = random_program(rng, rng.randint(1, max_primitives))
+        program = random_program(rng, primitive_count(rng, max_primitives))
         if render_batch([program], MODEL_SIZE)[0].any():
             return program
 
@@ -66,8 +75,14 @@ def make_batch(pairs: list[TrainingPair], target_images: np.ndarray) -> Batch:
     category = np.full((b, t_max), CAT_END, np.int64)
     length = np.zeros(b, np.int64)
     pointer_ok = np.zeros((b, t_max), bool)
+    fix = np.full((b, t_max), -100, np.int64)
+    fix_category = np.full((b, t_max), CAT_END, np.int64)
     for i, (p, row) in enumerate(zip(pairs, rows)):
         pointer_ok[i, [pos for pos, _ in differing_nodes(p.state, p.target)]] = True
+        for j, (tok, want) in enumerate(zip(p.state, aligned_targets(p.state, p.target))):
+            fix_category[i, j] = rule_of(tok)
+            if want is not None:
+                fix[i, j] = want
         n = len(p.state)
         seq[i, : len(row)] = row
         length[i] = n
@@ -84,6 +99,8 @@ def make_batch(pairs: list[TrainingPair], target_images: np.ndarray) -> Batch:
         length=length,
         pointer_target=np.array([p.edit.pos for p in pairs], np.int64),
         pointer_ok=pointer_ok,
+        fix=fix,
+        fix_category=fix_category,
         next_token=next_token,
         category=category,
         target=target_images,

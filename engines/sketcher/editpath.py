@@ -33,6 +33,24 @@ def differing_nodes(current: Tokens, target: Tokens) -> list[tuple[int, Tokens]]
     return diffs
 
 
+def aligned_targets(current: Tokens, target: Tokens) -> list[int | None]:
+    """For each token of ``current``, the target's token at the same place in the tree, or None
+    inside a subtree whose kind differs (a dense "what should this be" label for training)."""
+    out: list[int | None] = [None] * len(current)
+
+    def walk(i: int, j: int) -> tuple[int, int]:
+        out[i] = target[j]
+        if current[i] == target[j]:
+            i, j = i + 1, j + 1
+            for _ in range(arity(current[i - 1])):
+                i, j = walk(i, j)
+            return i, j
+        return node_end(current, i), node_end(target, j)
+
+    walk(0, 0)
+    return out
+
+
 def _leftmost_primitive(tokens: Tokens) -> Tokens:
     start = next(i for i, t in enumerate(tokens) if is_primitive(t))
     return tokens[start : start + 1 + arity(tokens[start])]

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .vocab import CATEGORY_TOKENS, POS, VOCAB_SIZE
+from .vocab import CATEGORY_TOKENS, NUM0, POS, VOCAB_SIZE
 
 IMAGE_SIZE = 32  # the model sees 64x64 renders averaged down to 32x32 (one pixel per unit)
 MAX_CONTEXT = 96  # longest program (tokens) the model edits: 16 primitives and more
@@ -55,7 +55,7 @@ class ImageEncoder(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         layers: list[nn.Module] = []
-        c_in = 3
+        c_in = 5  # target, current, |difference|, and x / y coordinate planes (CoordConv)
         for i, c in enumerate(cfg.channels):
             layers += [nn.Conv2d(c_in, c, 4 if i == 0 else 3, stride=2, padding=1), nn.GroupNorm(8, c), nn.GELU()]
             if i == 1:
@@ -65,8 +65,12 @@ class ImageEncoder(nn.Module):
         side = IMAGE_SIZE // 2 ** len(cfg.channels)
         self.proj = nn.Linear(c_in * side * side, cfg.d_model)
 
+        ramp = torch.linspace(-1.0, 1.0, IMAGE_SIZE)
+        self.register_buffer("coords", torch.stack([ramp.expand(IMAGE_SIZE, -1), ramp[:, None].expand(-1, IMAGE_SIZE)]), persistent=False)
+
     def forward(self, target: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
         x = torch.stack([target, current, (target - current).abs()], dim=1) * 2 - 1
+        x = torch.cat([x, self.coords.expand(x.shape[0], -1, -1, -1)], dim=1)
         return self.proj(self.conv(x).flatten(1))
 
 
@@ -132,6 +136,7 @@ class EditModel(nn.Module):
         d = cfg.d_model
         self.encoder = ImageEncoder(cfg)
         self.tok = nn.Embedding(VOCAB_SIZE, d)
+        self.magnitude = nn.Linear(1, d, bias=False)  # numbers also get a direction scaled by their value
         self.pos = nn.Embedding(MAX_LEN, d)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.layers)])
         self.ln = nn.LayerNorm(d)
@@ -144,10 +149,15 @@ class EditModel(nn.Module):
 
     def embed(self, tokens: torch.Tensor, positions: torch.Tensor, pointer: torch.Tensor, pointed: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
         """Token + position + image vector; a ``<pos i>`` token also carries node i's token and place."""
-        x = self.tok(tokens) + self.pos(positions) + image[:, None, :]
+        x = self.tok(tokens) + self.pos(positions) + image[:, None, :] + self._magnitude(tokens)
         is_ptr = (tokens == POS).unsqueeze(-1)
         extra = self.tok(pointed) + self.pos(pointer.clamp(min=0))
         return x + torch.where(is_ptr, extra, torch.zeros_like(extra))
+
+    def _magnitude(self, tokens: torch.Tensor) -> torch.Tensor:
+        value = (tokens - NUM0).clamp(0, 15).float() / 15.0
+        is_num = ((tokens >= NUM0) & (tokens < NUM0 + 16)).float()
+        return self.magnitude((value * is_num).unsqueeze(-1))
 
     def run(self, x: torch.Tensor, mask: torch.Tensor | None, cache: KVCache | None = None) -> torch.Tensor:
         for i, block in enumerate(self.blocks):

@@ -27,7 +27,7 @@ class TrainParams:
     out: str
     seed: int = 0
     batch_size: int = 32
-    lr: float = 1e-3
+    lr: float = 2e-3
     threads: int = 2
     save_every_s: float = 180.0
     validation_size: int = 512
@@ -50,7 +50,7 @@ def to_tensors(batch: Batch, device) -> dict[str, Any]:
 
     from .model import images_to_tensor
 
-    out = {k: torch.from_numpy(getattr(batch, k)).to(device) for k in ("seq", "pointer", "pointed", "length", "pointer_target", "pointer_ok", "next_token", "category", "remaining")}
+    out = {k: torch.from_numpy(getattr(batch, k)).to(device) for k in ("seq", "pointer", "pointed", "length", "pointer_target", "pointer_ok", "fix", "fix_category", "next_token", "category", "remaining")}
     out["target"] = images_to_tensor(batch.target, device)
     out["current"] = images_to_tensor(batch.current, device)
     return out
@@ -83,6 +83,11 @@ def compute_loss(model, t: dict[str, Any]):
     loss = (ptr_loss.sum() + tok_loss.sum()) / n_labels
     differs = model.differs(h).squeeze(-1)  # dense help for the pointer: which program nodes are wrong
     differs_loss = (F.binary_cross_entropy_with_logits(differs, ok.float(), reduction="none") * valid).sum() / valid.sum()
+    # dense help for the values: every program token predicts the target's token at its place
+    fix_logits = model.head(h) + model.cat_mask[t["fix_category"]]
+    fix_each = F.cross_entropy(fix_logits.reshape(-1, fix_logits.shape[-1]), t["fix"].reshape(-1), ignore_index=-100, reduction="none").view(b, n)
+    fix_weight = torch.where(t["fix"] == seq, 0.2, 1.0) * (t["fix"] >= 0)  # mostly learn from the wrong tokens
+    fix_loss = (fix_each * fix_weight).sum() / fix_weight.sum().clamp(min=1.0)
     value = model.value(query).squeeze(-1)
     value_loss = F.mse_loss(value, torch.log1p(t["remaining"].float()))
     with torch.no_grad():
@@ -95,7 +100,8 @@ def compute_loss(model, t: dict[str, Any]):
             "edit_accuracy": float(tok_ok.float().mean()),
         }
         stats["differs_loss"] = float(differs_loss)
-    return loss + 0.1 * value_loss + 0.3 * differs_loss, stats
+        stats["fix_loss"] = float(fix_loss)
+    return loss + 0.1 * value_loss + 0.3 * differs_loss + 0.5 * fix_loss, stats
 
 
 def _compact_optimizer(state: dict) -> dict:

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--out", type=Path, required=True, help="checkpoint file to write (and resume from)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     train.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
-    train.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
+    train.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     train.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
 
     solve = add_command(group, "solve", cmd_solve, "find a program whose render matches a picture")
@@ -128,3 +128,20 @@ def cmd_bench(args: argparse.Namespace) -> None:
     if args.save:
         write_json(args.save, result)
     output(args, result, table(result))
+
+
+def demo(out: Path, progress, cancel) -> dict:
+    """Convert the embedded example drawing and write its program as text, SVG and PNG."""
+    from engines.core import resource_path, write_json
+    from engines.sketcher.api import SolveRequest
+    from engines.sketcher.image_input import load_target
+    from engines.sketcher.interactive import convert, export
+    from engines.sketcher.search import SearchParams
+
+    target = load_target(resource_path("sketcher", "example.png"))
+    result = convert(target, SolveRequest(SearchParams(budget=1500)), progress, cancel).result
+    for name in ("program.txt", "program.svg", "program.png"):
+        export(result.program, out / name, 512)
+    summary = {"program": result.program, "iou": round(result.iou, 4), "renders": result.renders, "seconds": result.seconds}
+    write_json(out / "result.json", summary)
+    return summary
