@@ -171,3 +171,28 @@ def table(result: dict) -> str:
         s = result["sketch"]
         lines.append(f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%}, random {s['random']['clean_iou_at_least_0.9']:.2%}")
     return "\n".join(lines)
+
+
+def merge_curves(path, result: dict) -> None:
+    """Add this run's curves to the small JSON the panel plots (one entry per primitive range)."""
+    import json
+    from pathlib import Path
+
+    from engines.core import write_json
+
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"runs": {}}
+    p = result["params"]
+    data["runs"][p["primitives"]] = {
+        "curves": result["curves"],
+        "targets_per_count": p["targets"],
+        "budget": p["budget"],
+        "solve_rate": {m: result["overall"][m]["solve_rate"] for m in METHODS},
+    }
+    lines = [
+        f"{name} primitives ({run['targets_per_count']} targets each, budget {run['budget']}): "
+        f"edit model {run['solve_rate']['model']:.0%}, random mutations {run['solve_rate']['random']:.0%} solved"
+        for name, run in sorted(data["runs"].items())
+    ]
+    data["caption"] = "Measured by `workbench sketcher bench`. " + "; ".join(lines) + "."
+    write_json(path, data)

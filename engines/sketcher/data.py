@@ -15,9 +15,22 @@ from .editpath import TrainingPair, aligned_targets, differing_nodes, training_p
 from .edits import random_program
 from .render import render_batch
 from .sketch import sketch_render
-from .vocab import CAT_END, EDIT, END, PAD, POS, categories_for, rule_of
+from .vocab import CAT_END, CIRCLE, EDIT, END, NUM0, PAD, POS, QUAD, Tokens, arity, categories_for, rule_of
 
 MODEL_SIZE = 64
+
+
+def anchors(tokens: Tokens) -> list[tuple[float, float, float]]:
+    """Per token, the centre of the primitive it belongs to in [-1, 1] image coordinates and a
+    1 flag, or (0, 0, 0) for operators (they belong to no single primitive)."""
+    out = [(0.0, 0.0, 0.0)] * len(tokens)
+    for i, tok in enumerate(tokens):
+        if tok == CIRCLE or tok == QUAD:
+            x, y = (tokens[i + 2] if tok == CIRCLE else tokens[i + 1]) - NUM0, (tokens[i + 3] if tok == CIRCLE else tokens[i + 2]) - NUM0
+            centre = (x / 8.0 - 1.0, y / 8.0 - 1.0, 1.0)
+            for j in range(i, i + 1 + arity(tok)):
+                out[j] = centre
+    return out
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,7 @@ class Batch:
     pointer_ok: np.ndarray  # (B, T) every node the reverse path may edit next (any is right)
     fix: np.ndarray  # (B, T) for program tokens: the target's token at that tree place, else -100
     fix_category: np.ndarray  # (B, T) grammar category of each program token
+    anchors: np.ndarray  # (B, T, 3) where each token's primitive sits (see ``anchors``)
     next_token: np.ndarray  # (B, T) token to predict after position t, -100 where none
     category: np.ndarray  # (B, T) grammar category of next_token (CAT_END where none)
     target: np.ndarray  # (B, 64, 64) bool
@@ -77,7 +91,11 @@ def make_batch(pairs: list[TrainingPair], target_images: np.ndarray) -> Batch:
     pointer_ok = np.zeros((b, t_max), bool)
     fix = np.full((b, t_max), -100, np.int64)
     fix_category = np.full((b, t_max), CAT_END, np.int64)
+    anchor = np.zeros((b, t_max, 3), np.float32)
     for i, (p, row) in enumerate(zip(pairs, rows)):
+        state_anchors = anchors(p.state)
+        anchor[i, : len(p.state)] = state_anchors
+        anchor[i, len(p.state) + 1] = state_anchors[p.edit.pos]  # <pos i> looks where node i sits
         pointer_ok[i, [pos for pos, _ in differing_nodes(p.state, p.target)]] = True
         for j, (tok, want) in enumerate(zip(p.state, aligned_targets(p.state, p.target))):
             fix_category[i, j] = rule_of(tok)
@@ -101,6 +119,7 @@ def make_batch(pairs: list[TrainingPair], target_images: np.ndarray) -> Batch:
         pointer_ok=pointer_ok,
         fix=fix,
         fix_category=fix_category,
+        anchors=anchor,
         next_token=next_token,
         category=category,
         target=target_images,

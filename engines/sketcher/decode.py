@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .data import anchors
 from .edits import Edit, random_mutation
 from .model import MAX_CONTEXT, EditModel, images_to_tensor
 from .vocab import CAT_END, EDIT, END, PAD, POS, Tokens, child_categories, rule_of
@@ -79,8 +80,11 @@ class ModelProposer:
         tokens = torch.full((w, t0), PAD, dtype=torch.long)
         positions = torch.zeros((w, t0), dtype=torch.long)
         valid = torch.zeros((w, t0), dtype=torch.bool)
+        anchor = torch.zeros((w, t0, 3))
+        state_anchors = [anchors(s) for s in states]
         for b, s in enumerate(states):
             pad = lmax - len(s)
+            anchor[b, pad:lmax] = torch.tensor(state_anchors[b])
             tokens[b, pad:lmax] = torch.tensor(s)
             tokens[b, lmax] = EDIT
             positions[b, pad:] = torch.arange(len(s) + 1)
@@ -93,7 +97,7 @@ class ModelProposer:
         mask = sees | torch.eye(t0, dtype=torch.bool)[None]
         none = torch.full((w, t0), -1, dtype=torch.long)
         prefix = model.new_cache(w, t0)
-        h = model.run(model.embed(tokens, positions, none, torch.full_like(tokens, PAD), image), mask[:, None], prefix)
+        h = model.run(model.embed(tokens, positions, none, torch.full_like(tokens, PAD), image, anchor), mask[:, None], prefix)
         ptr = model.pointer_logits(h[:, -1], h[:, :lmax], valid[:, :lmax]) / self.temperature
         ptr_logp = F.log_softmax(ptr, dim=-1)
         picks = torch.multinomial(ptr_logp.exp(), k, replacement=True, generator=self.generator)  # (w, k)
@@ -104,7 +108,8 @@ class ModelProposer:
         logp = ptr_logp[owner, padded].clone()
         cache = prefix.repeat_rows(k, t0 + MAX_REPLACEMENT + 1)
         valid_r = valid.repeat_interleave(k, 0)
-        image_r = image.repeat_interleave(k, 0)
+        image_r = (image[0].repeat_interleave(k, 0), image[1].repeat_interleave(k, 0))
+        step_anchor = torch.tensor([state_anchors[o][n] for o, n in zip(owner.tolist(), node.tolist())])[:, None, :]
         stacks = [[rule_of(states[o][n])] for o, n in zip(owner.tolist(), node.tolist())]
         pointed = torch.tensor([states[o][n] for o, n in zip(owner.tolist(), node.tolist())])
         replacement: list[list[int]] = [[] for _ in range(rows)]
@@ -115,7 +120,7 @@ class ModelProposer:
         pos_ids = torch.tensor([lengths[o] + 1 for o in owner.tolist()])[:, None]
         for _ in range(MAX_REPLACEMENT + 1):
             valid_r = torch.cat([valid_r, torch.ones(rows, 1, dtype=torch.bool)], dim=1)
-            x = model.embed(step_tok, pos_ids, step_ptr, step_pointed, image_r)
+            x = model.embed(step_tok, pos_ids, step_ptr, step_pointed, image_r, step_anchor)
             h = model.run(x, valid_r[:, None, None, :], cache)
             cats = torch.tensor([s[-1] if s else CAT_END for s in stacks])
             logits = model.head(h[:, 0]) / self.temperature + model.cat_mask[cats]
@@ -137,6 +142,7 @@ class ModelProposer:
             step_tok = chosen[:, None]
             step_ptr = torch.full((rows, 1), -1, dtype=torch.long)
             step_pointed = torch.full((rows, 1), PAD, dtype=torch.long)
+            step_anchor = torch.zeros((rows, 1, 3))
             pos_ids = pos_ids + 1
         out: list[list[Proposal]] = [[] for _ in range(w)]
         for r in range(rows):

@@ -50,7 +50,8 @@ def category_mask_table() -> torch.Tensor:
 
 
 class ImageEncoder(nn.Module):
-    """Target, current and their difference (3 x 32 x 32, grey levels) to one conditioning vector."""
+    """Target, current and their difference (3 x 32 x 32, grey levels) to one conditioning vector,
+    plus the intermediate 8x8 feature map that program tokens read at their shape's centre."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -61,17 +62,20 @@ class ImageEncoder(nn.Module):
             if i == 1:
                 layers += [nn.Conv2d(c, c, 3, padding=1), nn.GroupNorm(8, c), nn.GELU()]
             c_in = c
-        self.conv = nn.Sequential(*layers)
+        self.stem = nn.Sequential(*layers[:9])  # to the 8x8 map that program tokens look up
+        self.rest = nn.Sequential(*layers[9:])
         side = IMAGE_SIZE // 2 ** len(cfg.channels)
         self.proj = nn.Linear(c_in * side * side, cfg.d_model)
 
         ramp = torch.linspace(-1.0, 1.0, IMAGE_SIZE)
         self.register_buffer("coords", torch.stack([ramp.expand(IMAGE_SIZE, -1), ramp[:, None].expand(-1, IMAGE_SIZE)]), persistent=False)
 
-    def forward(self, target: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+    def forward(self, target: torch.Tensor, current: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The conditioning vector (B, d) and the 8x8 feature map (B, C, 8, 8)."""
         x = torch.stack([target, current, (target - current).abs()], dim=1) * 2 - 1
         x = torch.cat([x, self.coords.expand(x.shape[0], -1, -1, -1)], dim=1)
-        return self.proj(self.conv(x).flatten(1))
+        fmap = self.stem(x)
+        return self.proj(self.rest(fmap).flatten(1)), fmap
 
 
 class Block(nn.Module):
@@ -137,6 +141,7 @@ class EditModel(nn.Module):
         self.encoder = ImageEncoder(cfg)
         self.tok = nn.Embedding(VOCAB_SIZE, d)
         self.magnitude = nn.Linear(1, d, bias=False)  # numbers also get a direction scaled by their value
+        self.ground = nn.Linear(cfg.channels[1], d)  # image features where a token's primitive sits
         self.pos = nn.Embedding(MAX_LEN, d)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.layers)])
         self.ln = nn.LayerNorm(d)
@@ -147,9 +152,13 @@ class EditModel(nn.Module):
         self.value = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
         self.register_buffer("cat_mask", category_mask_table(), persistent=False)
 
-    def embed(self, tokens: torch.Tensor, positions: torch.Tensor, pointer: torch.Tensor, pointed: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
-        """Token + position + image vector; a ``<pos i>`` token also carries node i's token and place."""
-        x = self.tok(tokens) + self.pos(positions) + image[:, None, :] + self._magnitude(tokens)
+    def embed(self, tokens: torch.Tensor, positions: torch.Tensor, pointer: torch.Tensor, pointed: torch.Tensor, image: tuple[torch.Tensor, torch.Tensor], anchors: torch.Tensor) -> torch.Tensor:
+        """Token + position + image vector (+ the image features at the token's primitive, where
+        ``anchors`` (B, T, 3) holds its centre in [-1, 1] and a 0/1 flag); a ``<pos i>`` token also
+        carries node i's token and place."""
+        vector, fmap = image
+        looked = F.grid_sample(fmap, anchors[:, :, None, :2], align_corners=False)[..., 0].transpose(1, 2)
+        x = self.tok(tokens) + self.pos(positions) + vector[:, None, :] + self._magnitude(tokens) + self.ground(looked) * anchors[..., 2:]
         is_ptr = (tokens == POS).unsqueeze(-1)
         extra = self.tok(pointed) + self.pos(pointer.clamp(min=0))
         return x + torch.where(is_ptr, extra, torch.zeros_like(extra))

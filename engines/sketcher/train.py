@@ -50,7 +50,7 @@ def to_tensors(batch: Batch, device) -> dict[str, Any]:
 
     from .model import images_to_tensor
 
-    out = {k: torch.from_numpy(getattr(batch, k)).to(device) for k in ("seq", "pointer", "pointed", "length", "pointer_target", "pointer_ok", "fix", "fix_category", "next_token", "category", "remaining")}
+    out = {k: torch.from_numpy(getattr(batch, k)).to(device) for k in ("seq", "pointer", "pointed", "length", "pointer_target", "pointer_ok", "fix", "fix_category", "anchors", "next_token", "category", "remaining")}
     out["target"] = images_to_tensor(batch.target, device)
     out["current"] = images_to_tensor(batch.current, device)
     return out
@@ -67,7 +67,7 @@ def compute_loss(model, t: dict[str, Any]):
     b, n = seq.shape
     image = model.encoder(t["target"], t["current"])
     positions = torch.arange(n, device=seq.device).expand(b, n)
-    h = model.run(model.embed(seq, positions, t["pointer"], t["pointed"], image), prefix_causal_mask(t["length"], n))
+    h = model.run(model.embed(seq, positions, t["pointer"], t["pointed"], image, t["anchors"]), prefix_causal_mask(t["length"], n))
     rows = torch.arange(b, device=seq.device)
     query = h[rows, t["length"]]
     valid = positions < t["length"][:, None]

@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--seed", type=int, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
+    bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
 
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
     render.add_argument("--program", required=True, help="CSG2D text, e.g. \"(- (Circle 6 8 8) (Quad 8 8 2 2 H))\"")
@@ -127,6 +128,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         result = run_bench(params, progress, cancel)
     if args.save:
         write_json(args.save, result)
+    if args.curves:
+        from engines.sketcher.bench import merge_curves
+
+        merge_curves(args.curves, result)
     output(args, result, table(result))
 
 

@@ -57,7 +57,7 @@ def test_decoding_log_probability_matches_teacher_forcing(model) -> None:
         seq = t["seq"]
         n = seq.shape[1]
         image = model.encoder(t["target"], t["current"])
-        h = model.run(model.embed(seq, torch.arange(n)[None], t["pointer"], t["pointed"], image), prefix_causal_mask(t["length"], n))
+        h = model.run(model.embed(seq, torch.arange(n)[None], t["pointer"], t["pointed"], image, t["anchors"]), prefix_causal_mask(t["length"], n))
         length = int(t["length"][0])
         ptr = torch.log_softmax(model.pointer_logits(h[:, length], h, torch.arange(n)[None] < length), -1)[0, prop.edit.pos]
         logits = torch.log_softmax(model.head(h) + model.cat_mask[t["category"]], -1)[0]
