@@ -29,6 +29,8 @@ def load_model(path: str | Path | None = None):
     from .train import build_model, load_checkpoint
 
     path = Path(path) if path else default_checkpoint()
+    if not path.is_file():
+        raise EngineError(f"the edit model checkpoint {path} is missing: train one with `workbench sketcher train`, or use random mutations")
     key = str(path.resolve())
     with _lock:
         if key not in _models:

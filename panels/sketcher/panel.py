@@ -215,6 +215,8 @@ class SketcherPanel(MethodPanel):
         self.runner.partial.connect(self._on_partial)
         self.runner.finished.connect(self._on_finished)
         self.runner.done.connect(self._on_done)
+        self.runner.failed.connect(lambda text: self.progress.setFormat("failed"))
+        self.runner.cancelled.connect(lambda: self.progress.setFormat("cancelled"))
         self.preview_runner.finished.connect(self._on_preview)
         self.preview_runner.failed.connect(self.show_error)
         self.io_runner.finished.connect(self._on_io_finished)
@@ -336,8 +338,6 @@ class SketcherPanel(MethodPanel):
     def _on_done(self) -> None:
         self.convert_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
-        if not self.progress.format().startswith(("solved", "best")):
-            self.progress.setFormat("cancelled" if self.progress.value() < 1000 else self.progress.format())
 
     # editor preview ----------------------------------------------------------------------------
     def _start_preview(self) -> None:
