@@ -19,7 +19,7 @@ import numpy as np
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress
 
 from .decode import Proposer
-from .edits import Edit, random_program
+from .edits import Edit, count_primitives, random_program
 from .language import parse, to_text
 from .render import foreground_iou, mean_iou, render_batch
 from .similarity import looks_like_strokes, similarity
@@ -27,6 +27,7 @@ from .vocab import CIRCLE, NUM0, Tokens
 
 EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
 LOGPROB_WEIGHT = 1e-3
+SIZE_PENALTY = 4e-3  # per primitive: of two programs that look alike, keep the simpler one
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def solve(
         renders += len(programs)
         for p, par, e, lp, img, s, iou in zip(programs, parents, edits, logps, images, scores, ious):
             depth = 0 if par is None else nodes[par].depth + 1
-            nodes[p] = _Node(p, float(s), float(iou), float(s) + LOGPROB_WEIGHT * lp, renders, depth, par, e, img)
+            rank = float(s) + LOGPROB_WEIGHT * lp - SIZE_PENALTY * count_primitives(p)
+            nodes[p] = _Node(p, float(s), float(iou), rank, renders, depth, par, e, img)
 
     if params.start.strip():
         starts = [parse(params.start)]
