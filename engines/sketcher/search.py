@@ -153,10 +153,13 @@ def solve(
     starts = list(dict.fromkeys(starts))[: params.budget]
     add(starts, [None] * len(starts), [None] * len(starts), [0.0] * len(starts))
 
-    def best_nodes(n: int, per_shape: int | None = None) -> list[_Node]:
+    def best_nodes(n: int) -> list[_Node]:
+        """The best matches (highest score, simpler first on ties): the gallery and the result."""
+        return sorted(nodes.values(), key=lambda x: (-x.score, -x.rank))[:n]
+
+    def beam_nodes(n: int, per_shape: int) -> list[_Node]:
+        """What to expand next: by rank (score, a little log-probability, minus size)."""
         ranked = sorted(nodes.values(), key=lambda x: (-x.rank, len(x.tokens)))
-        if per_shape is None:
-            return ranked[:n]
         # keep the beam diverse: at most ``per_shape`` programs with the same tree shape
         # (operators and primitive kinds), so one good-looking shape cannot take every slot
         chosen, seen = [], {}
@@ -180,7 +183,7 @@ def solve(
     stale = 0
     while renders < params.budget and best_nodes(1)[0].score < params.goal:
         cancel.raise_if_cancelled()
-        beam = best_nodes(params.beam, per_shape=max(1, params.beam // 4))
+        beam = beam_nodes(params.beam, per_shape=max(1, params.beam // 4))
         proposals = proposer.propose(target, [n.tokens for n in beam], np.stack([n.image for n in beam]), params.proposals)
         fresh: dict[Tokens, tuple[Tokens, Edit, float]] = {}
         for node, props in zip(beam, proposals):
