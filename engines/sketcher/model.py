@@ -157,8 +157,10 @@ class EditModel(nn.Module):
         ``anchors`` (B, T, 3) holds its centre in [-1, 1] and a 0/1 flag); a ``<pos i>`` token also
         carries node i's token and place."""
         vector, fmap = image
-        looked = F.grid_sample(fmap, anchors[:, :, None, :2], align_corners=False)[..., 0].transpose(1, 2)
-        x = self.tok(tokens) + self.pos(positions) + vector[:, None, :] + self._magnitude(tokens) + self.ground(looked) * anchors[..., 2:]
+        x = self.tok(tokens) + self.pos(positions) + vector[:, None, :] + self._magnitude(tokens)
+        if bool(anchors[..., 2].any()):
+            looked = F.grid_sample(fmap, anchors[:, :, None, :2], align_corners=False)[..., 0].transpose(1, 2)
+            x = x + self.ground(looked) * anchors[..., 2:]
         is_ptr = (tokens == POS).unsqueeze(-1)
         extra = self.tok(pointed) + self.pos(pointer.clamp(min=0))
         return x + torch.where(is_ptr, extra, torch.zeros_like(extra))
