@@ -1,15 +1,11 @@
-"""The sketcher panel (placeholder until issue #4 lands)."""
-from panels.placeholder import placeholder_panel
+"""The sketcher panel: draw, and get a CSG2D graphics program found by tree diffusion + search."""
+from __future__ import annotations
 
-TITLE = 'Sketcher (tree diffusion)'
-
-Panel = placeholder_panel(
-    'sketcher',
-    TITLE,
-    'Draw a sketch and get a CSG graphics program found by edits on its syntax tree plus search.',
-    issue=4,
-)
+TITLE = "Sketcher (tree diffusion)"
+FILE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
 
 def create_panel(ctx):
-    return Panel(ctx)
+    from .panel import SketcherPanel
+
+    return SketcherPanel(ctx)

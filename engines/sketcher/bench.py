@@ -1,0 +1,198 @@
+"""The benchmark: the edit model against the random-mutation baseline, same search, same targets.
+
+Targets are fresh seeded random programs (blank renders rejected) with a given primitive count.
+Both proposers run the identical beam search with the same budget; a target counts as solved
+when the foreground IoU reaches 0.98 at 64x64 (the paper's mean of foreground and background IoU
+is reported too). Sketch-style targets are the same kind of programs drawn by hand; there the
+found program's clean render is compared with the clean target (IoU >= 0.9 counts).
+"""
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, scaled
+
+from .edits import random_program
+from .language import parse
+from .render import foreground_iou, mean_iou, render
+from .search import SearchParams, SearchResult, solve
+from .sketch import sketch_render
+from .vocab import Tokens
+
+SOLVED_IOU = 0.98
+SKETCH_OK_IOU = 0.9
+METHODS = ("model", "random")
+
+
+@dataclass(frozen=True)
+class BenchParams:
+    targets: int = 20  # per primitive count
+    primitives: tuple[int, int] = (1, 4)
+    budget: int = 2000
+    beam: int = 16
+    proposals: int = 8
+    sketch_targets: int = 0
+    seed: int = 2025
+    checkpoint: str = ""
+
+    def check(self) -> None:
+        lo, hi = self.primitives
+        if not 1 <= lo <= hi <= 12:
+            raise EngineError("primitives must be a range within 1-12, e.g. 1-4")
+        if not 1 <= self.targets <= 10000 or not 0 <= self.sketch_targets <= 10000:
+            raise EngineError("targets must be 1 to 10000 (sketch targets 0 to 10000)")
+
+
+def bench_targets(n_primitives: int, count: int, seed: int) -> list[Tokens]:
+    """Seeded random targets with exactly ``n_primitives`` primitives and a non-blank render."""
+    out = []
+    for i in range(count):
+        rng = random.Random(f"sketcher-bench/{seed}/{n_primitives}/{i}")
+        while True:
+            program = random_program(rng, n_primitives)
+            if render(program).any():
+                out.append(program)
+                break
+    return out
+
+
+def _row(results: list[SearchResult], budget: int) -> dict:
+    solved = [r for r in results if r.iou >= SOLVED_IOU]
+    return {
+        "targets": len(results),
+        "solved": len(solved),
+        "solve_rate": round(len(solved) / max(len(results), 1), 4),
+        "solve_rate_paper_metric": round(sum(r.mean_iou > SOLVED_IOU for r in results) / max(len(results), 1), 4),
+        "mean_iou": round(float(np.mean([r.iou for r in results])), 4),
+        "mean_paper_iou": round(float(np.mean([r.mean_iou for r in results])), 4),
+        "median_seconds": round(statistics.median(r.seconds for r in results), 3),
+        "median_renders_when_solved": statistics.median(r.renders for r in solved) if solved else None,
+        "renders_at_solve": [r.renders if r.iou >= SOLVED_IOU else None for r in results],
+    }
+
+
+def curve(renders_at_solve: list[int | None], budget: int, points: int = 20) -> list[tuple[int, float]]:
+    """Solve rate as a function of renderer calls (a target counts once its search reached it)."""
+    n = max(len(renders_at_solve), 1)
+    marks = sorted({max(1, round(budget * (k + 1) / points)) for k in range(points)})
+    return [(m, round(sum(1 for r in renders_at_solve if r is not None and r <= m) / n, 4)) for m in marks]
+
+
+def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict:
+    from .api import make_proposer
+
+    params.check()
+    lo, hi = params.primitives
+    counts = list(range(lo, hi + 1))
+    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="filled")
+    total = len(counts) * params.targets * 2 + params.sketch_targets * 2
+    done = 0
+    per_count: dict[str, dict] = {}
+    all_results: dict[str, list[SearchResult]] = {m: [] for m in METHODS}
+    for n in counts:
+        targets = bench_targets(n, params.targets, params.seed)
+        per_count[str(n)] = {}
+        for method in METHODS:
+            results = []
+            for i, program in enumerate(targets):
+                cancel.raise_if_cancelled()
+                proposer = make_proposer(method, seed=i, checkpoint=params.checkpoint or None)
+                sub = scaled(progress, done / total, (done + 1) / total)
+                results.append(solve(render(program), proposer, replace(search, seed=i), sub, cancel))
+                done += 1
+                progress(done / total, f"{n} primitives, {method}: {i + 1}/{len(targets)}")
+            per_count[str(n)][method] = _row(results, params.budget)
+            all_results[method].extend(results)
+        m, b = per_count[str(n)]["model"]["solve_rate"], per_count[str(n)]["random"]["solve_rate"]
+        per_count[str(n)]["ratio"] = round(m / b, 3) if b > 0 else None
+    overall = {method: _row(all_results[method], params.budget) for method in METHODS}
+    for row in overall.values():
+        row.pop("renders_at_solve")
+    curves = {
+        method: curve([r.renders if r.iou >= SOLVED_IOU else None for r in all_results[method]], params.budget) for method in METHODS
+    }
+    result = {
+        "params": {**params.__dict__, "primitives": f"{lo}-{hi}"},
+        "per_primitives": per_count,
+        "overall": overall,
+        "curves": curves,
+    }
+    if params.sketch_targets:
+        result["sketch"] = _sketch_bench(params, progress, cancel, done, total)
+    return result
+
+
+def _sketch_bench(params: BenchParams, progress: ProgressFn, cancel: CancelToken, done: int, total: int) -> dict:
+    from .api import make_proposer
+
+    lo, hi = params.primitives
+    rng = random.Random(f"sketcher-bench-sketch/{params.seed}")
+    programs = [bench_targets(rng.randint(lo, hi), 1, params.seed * 7919 + i)[0] for i in range(params.sketch_targets)]
+    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="sketch")
+    out: dict[str, dict] = {}
+    for method in METHODS:
+        ious, seconds = [], []
+        for i, program in enumerate(programs):
+            cancel.raise_if_cancelled()
+            drawing = sketch_render(program, np.random.default_rng(params.seed * 31 + i))
+            if not drawing.any():
+                continue
+            found = solve(drawing, make_proposer(method, seed=i, checkpoint=params.checkpoint or None), replace(search, seed=i), no_progress, cancel)
+            ious.append(float(foreground_iou(render(parse(found.program)), render(program))))
+            seconds.append(found.seconds)
+            done += 1
+            progress(done / total, f"sketches, {method}: {i + 1}/{len(programs)}")
+        out[method] = {
+            "targets": len(ious),
+            "clean_iou_at_least_0.9": round(sum(v >= SKETCH_OK_IOU for v in ious) / max(len(ious), 1), 4),
+            "mean_clean_iou": round(float(np.mean(ious)), 4) if ious else None,
+            "median_seconds": round(statistics.median(seconds), 3) if seconds else None,
+        }
+    return out
+
+
+def table(result: dict) -> str:
+    """The human-readable summary the CLI prints."""
+    lines = [f"{'primitives':>10} {'model':>8} {'random':>8} {'ratio':>7} {'model IoU':>10} {'paper IoU':>10} {'model s':>8}"]
+    for n, row in result["per_primitives"].items():
+        m, b = row["model"], row["random"]
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        lines.append(f"{n:>10} {m['solve_rate']:>8.2%} {b['solve_rate']:>8.2%} {ratio:>7} {m['mean_iou']:>10.3f} {m['mean_paper_iou']:>10.3f} {m['median_seconds']:>8.2f}")
+    o = result["overall"]
+    lines.append(f"{'all':>10} {o['model']['solve_rate']:>8.2%} {o['random']['solve_rate']:>8.2%}")
+    lines.append("solve rate vs renders (model / random):")
+    for (r, m), (_, b) in zip(result["curves"]["model"][::4], result["curves"]["random"][::4]):
+        lines.append(f"  {r:>6} renders: {m:6.2%} / {b:6.2%}")
+    if "sketch" in result:
+        s = result["sketch"]
+        lines.append(f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%}, random {s['random']['clean_iou_at_least_0.9']:.2%}")
+    return "\n".join(lines)
+
+
+def merge_curves(path, result: dict) -> None:
+    """Add this run's curves to the small JSON the panel plots (one entry per primitive range)."""
+    import json
+    from pathlib import Path
+
+    from engines.core import write_json
+
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"runs": {}}
+    p = result["params"]
+    data["runs"][p["primitives"]] = {
+        "curves": result["curves"],
+        "targets_per_count": p["targets"],
+        "budget": p["budget"],
+        "solve_rate": {m: result["overall"][m]["solve_rate"] for m in METHODS},
+    }
+    lines = [
+        f"{name} primitives ({run['targets_per_count']} targets each, budget {run['budget']}): "
+        f"edit model {run['solve_rate']['model']:.0%}, random mutations {run['solve_rate']['random']:.0%} solved"
+        for name, run in sorted(data["runs"].items())
+    ]
+    data["caption"] = "Measured by `workbench sketcher bench`. " + "; ".join(lines) + "."
+    write_json(path, data)

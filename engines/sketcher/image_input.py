@@ -1,0 +1,70 @@
+"""Targets from pictures: any size or format becomes a 64x64 ink mask.
+
+The background is the majority colour of the border, ink is what differs from it; the picture
+is padded to a square, averaged down, and thresholded (lower for thin strokes, which averaging
+would otherwise wash out).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from engines.core import EngineError
+
+from .render import DEFAULT_SIZE, check_size
+
+MAX_PIXELS = 64_000_000
+
+
+def load_target(path: str | Path, size: int = DEFAULT_SIZE) -> np.ndarray:
+    """Read an image file into a (size, size) bool ink mask; EngineError for anything unusable."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    if not path.is_file():
+        raise EngineError(f"{path}: no such image file")
+    if path.stat().st_size == 0:
+        raise EngineError(f"{path.name} is empty")
+    try:
+        with Image.open(path) as im:
+            if im.width * im.height > MAX_PIXELS:
+                raise EngineError(f"{path.name} is too large ({im.width}x{im.height}); use at most {MAX_PIXELS // 1_000_000} megapixels")
+            im.load()
+            grey = _to_grey(im)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise EngineError(f"cannot read {path.name} as an image ({exc.__class__.__name__})") from None
+    return ink_mask(grey, size)
+
+
+def _to_grey(im) -> np.ndarray:
+    from PIL import Image
+
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(white, rgba)
+    return np.asarray(im.convert("L"), dtype=np.float32) / 255.0
+
+
+def ink_mask(grey: np.ndarray, size: int = DEFAULT_SIZE) -> np.ndarray:
+    """(H, W) grey values in [0, 1] -> (size, size) bool ink mask."""
+    from PIL import Image
+
+    size = check_size(size)
+    if grey.ndim != 2 or grey.shape[0] < 1 or grey.shape[1] < 1:
+        raise EngineError("the image has no pixels")
+    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
+    background = float(np.median(border))
+    ink = np.abs(grey - background) > 0.5 * max(abs(1.0 - background), background, 0.2)
+    h, w = ink.shape
+    side = max(h, w)
+    square = np.zeros((side, side), np.float32)
+    top, left = (side - h) // 2, (side - w) // 2
+    square[top : top + h, left : left + w] = ink
+    small = np.asarray(Image.fromarray(square).resize((size, size), Image.Resampling.BOX), dtype=np.float32)
+    solid, faint = small > 0.5, small > 0.2
+    mask = faint if solid.sum() < 0.5 * faint.sum() else solid
+    if not mask.any():
+        raise EngineError("the image holds no drawing: nothing differs from its background")
+    return mask

@@ -1,0 +1,227 @@
+"""Beam search over syntax-tree edits under a renderer-call budget (model or random proposals).
+
+Each round takes the best ``beam`` programs found so far, asks the proposer for ``proposals``
+edits of each, drops programs already seen, renders the rest in one batch and scores them
+against the target (IoU for filled targets, outline match for sketches, plus a small bonus
+for the model's log-probability). The best candidates stream out after every round; the search
+stops at the goal, at the budget, or when cancelled. Parents are kept, so the edit path from the
+start to any candidate can be replayed.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress
+
+from .decode import Proposer
+from .edits import Edit, count_primitives, random_program
+from .language import parse, to_text
+from .render import foreground_iou, mean_iou, render_batch
+from .similarity import looks_like_strokes, similarity
+from .vocab import CIRCLE, NUM0, Tokens
+
+EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
+LOGPROB_WEIGHT = 1e-3
+SIZE_PENALTY = 4e-3  # per primitive: of two programs that look alike, keep the simpler one
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    budget: int = 2000  # renderer calls
+    beam: int = 16
+    proposals: int = 8  # edits asked per beam program and round
+    goal: float = 0.98  # stop when the score reaches this
+    style: str = "auto"  # auto | filled | sketch
+    start: str = ""  # a program to continue from; empty: the empty program and random ones
+    seed: int = 0
+    temperature: float = 1.0
+
+    def check(self) -> None:
+        if not 1 <= self.budget <= 1_000_000:
+            raise EngineError(f"budget {self.budget} is out of range: use 1 to 1000000 renderer calls")
+        if not 1 <= self.beam <= 256 or not 1 <= self.proposals <= 64:
+            raise EngineError("beam must be 1 to 256 and proposals 1 to 64")
+        if self.style not in ("auto", "filled", "sketch"):
+            raise EngineError(f"unknown target style {self.style!r}: use auto, filled or sketch")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    program: str
+    score: float  # what the search ranks by (IoU, or outline match for sketches)
+    iou: float  # foreground IoU of the render with the target as given
+    renders: int  # renderer calls spent when it was found
+    depth: int  # edits from its start
+
+
+@dataclass(frozen=True)
+class PathStep:
+    program: str
+    edit: str  # "" for the start, else "replace node at token i by ..."
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    program: str
+    score: float
+    iou: float
+    mean_iou: float
+    renders: int
+    seconds: float
+    solved: bool
+    sketch: bool
+    proposer: str
+    best: tuple[Candidate, ...]
+    path: tuple[PathStep, ...]
+    curve: tuple[tuple[int, float], ...]  # (renders, best score) after each round
+
+
+@dataclass
+class _Node:
+    tokens: Tokens
+    score: float
+    iou: float
+    rank: float
+    renders: int
+    depth: int
+    parent: Tokens | None
+    edit: Edit | None
+    image: np.ndarray = field(repr=False)
+
+
+def _describe(edit: Edit, before: Tokens) -> str:
+    from .edits import node_end
+    from .vocab import ANG0, ANG_CHARS, NUM_CHARS
+
+    old = before[edit.pos : node_end(before, edit.pos)]
+
+    def text(tokens: Tokens) -> str:
+        t = tokens[0]
+        if len(tokens) == 1 and t >= NUM0:
+            return NUM_CHARS[t - NUM0] if t < ANG0 else ANG_CHARS[t - ANG0]
+        return to_text(tokens)
+
+    return f"token {edit.pos}: {text(old)} -> {text(edit.replacement)}"
+
+
+def solve(
+    target: np.ndarray,
+    proposer: Proposer,
+    params: SearchParams = SearchParams(),
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken = NEVER_CANCELLED,
+    on_update: Callable[[tuple[Candidate, ...], int], None] | None = None,
+    top: int = 8,
+) -> SearchResult:
+    """Search for a program whose render matches ``target`` ((S, S) bool, S = 64)."""
+    params.check()
+    if target.ndim != 2 or target.shape[0] != target.shape[1]:
+        raise EngineError("the target must be a square image")
+    if not target.any():
+        raise EngineError("the target image is empty: draw something first")
+    size = target.shape[0]
+    sketch = params.style == "sketch" or (params.style == "auto" and looks_like_strokes(target))
+    started = time.perf_counter()
+    rng = random.Random(params.seed)
+    nodes: dict[Tokens, _Node] = {}
+    renders = 0
+    curve: list[tuple[int, float]] = []
+
+    def add(programs: list[Tokens], parents: list[Tokens | None], edits: list[Edit | None], logps: list[float]) -> None:
+        nonlocal renders
+        if not programs:
+            return
+        images = render_batch(programs, size)
+        scores = similarity(images, target, sketch)
+        ious = foreground_iou(images, target)
+        renders += len(programs)
+        for p, par, e, lp, img, s, iou in zip(programs, parents, edits, logps, images, scores, ious):
+            depth = 0 if par is None else nodes[par].depth + 1
+            rank = float(s) + LOGPROB_WEIGHT * lp - SIZE_PENALTY * count_primitives(p)
+            nodes[p] = _Node(p, float(s), float(iou), rank, renders, depth, par, e, img)
+
+    if params.start.strip():
+        starts = [parse(params.start)]
+    else:
+        starts = [EMPTY_PROGRAM] + [random_program(rng, rng.randint(1, 2)) for _ in range(params.beam - 1)]
+    starts = list(dict.fromkeys(starts))[: params.budget]
+    add(starts, [None] * len(starts), [None] * len(starts), [0.0] * len(starts))
+
+    def best_nodes(n: int) -> list[_Node]:
+        """The best matches (highest score, simpler first on ties): the gallery and the result."""
+        return sorted(nodes.values(), key=lambda x: (-x.score, -x.rank))[:n]
+
+    def beam_nodes(n: int, per_shape: int) -> list[_Node]:
+        """What to expand next: by rank (score, a little log-probability, minus size)."""
+        ranked = sorted(nodes.values(), key=lambda x: (-x.rank, len(x.tokens)))
+        # keep the beam diverse: at most ``per_shape`` programs with the same tree shape
+        # (operators and primitive kinds), so one good-looking shape cannot take every slot
+        chosen, seen = [], {}
+        for node in ranked:
+            shape = tuple(t for t in node.tokens if t < NUM0)
+            if seen.get(shape, 0) < per_shape:
+                seen[shape] = seen.get(shape, 0) + 1
+                chosen.append(node)
+                if len(chosen) == n:
+                    break
+        return chosen
+
+    def publish() -> None:
+        best = best_nodes(1)[0]
+        curve.append((renders, best.score))
+        progress(min(renders / params.budget, 1.0), f"{renders} renders, best {'match' if sketch else 'IoU'} {best.score:.3f}")
+        if on_update is not None:
+            on_update(tuple(_candidate(n) for n in best_nodes(top)), renders)
+
+    publish()
+    stale = 0
+    while renders < params.budget and best_nodes(1)[0].score < params.goal:
+        cancel.raise_if_cancelled()
+        beam = beam_nodes(params.beam, per_shape=max(1, params.beam // 4))
+        proposals = proposer.propose(target, [n.tokens for n in beam], np.stack([n.image for n in beam]), params.proposals)
+        fresh: dict[Tokens, tuple[Tokens, Edit, float]] = {}
+        for node, props in zip(beam, proposals):
+            for prop in props:
+                child = prop.edit.apply(node.tokens)
+                if child not in nodes and child not in fresh:
+                    fresh[child] = (node.tokens, prop.edit, prop.logprob)
+        chosen = list(fresh.items())[: params.budget - renders]
+        stale = stale + 1 if not chosen else 0
+        if stale >= 20:
+            break  # the proposer keeps suggesting programs already seen
+        add([c for c, _ in chosen], [v[0] for _, v in chosen], [v[1] for _, v in chosen], [v[2] for _, v in chosen])
+        publish()
+
+    best = best_nodes(1)[0]
+    path: list[PathStep] = []
+    node: _Node | None = best
+    while node is not None:
+        parent = nodes[node.parent] if node.parent is not None else None
+        path.append(PathStep(to_text(node.tokens), "" if parent is None else _describe(node.edit, parent.tokens), node.score))
+        node = parent
+    path.reverse()
+    return SearchResult(
+        program=to_text(best.tokens),
+        score=best.score,
+        iou=best.iou,
+        mean_iou=float(mean_iou(best.image, target)),
+        renders=renders,
+        seconds=round(time.perf_counter() - started, 3),
+        solved=best.score >= params.goal,
+        sketch=sketch,
+        proposer=proposer.name,
+        best=tuple(_candidate(n) for n in best_nodes(top)),
+        path=tuple(path),
+        curve=tuple(curve),
+    )
+
+
+def _candidate(node: _Node) -> Candidate:
+    return Candidate(to_text(node.tokens), round(node.score, 4), round(node.iou, 4), node.renders, node.depth)
+

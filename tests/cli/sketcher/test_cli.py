@@ -1,0 +1,83 @@
+"""`workbench sketcher ...`: results as one JSON object, user mistakes as one error line, exit 2."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+
+def _error_line(proc) -> str:
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+def test_render_png_and_svg(cli, tmp_path: Path) -> None:
+    out = tmp_path / "shape.png"
+    proc = cli("sketcher", "render", "--program", "(- (Circle 6 8 8) (Quad 8 8 2 2 H))", "--size", "100", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"out": str(out), "size": 100}
+    image = Image.open(out)
+    assert image.size == (100, 100) and image.getpixel((50, 50)) == 255 and image.getpixel((50, 20)) == 0
+    svg = tmp_path / "shape.svg"
+    proc = cli("sketcher", "render", "--program", "(Circle 6 8 8)", "--out", str(svg))
+    assert proc.returncode == 0 and "<circle" in svg.read_text()
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--program", "(Circle 6 8)", "--out", "x.png"], "syntax error at position 12"),
+        (["--program", "(Circle 6 8 8)", "--size", "0", "--out", "x.png"], "out of range"),
+        (["--program", "(Circle 6 8 8)", "--size", "99999", "--out", "x.png"], "out of range"),
+        (["--program", "(Circle 6 8 8)", "--size", "big", "--out", "x.png"], "whole number"),
+    ],
+)
+def test_render_refuses_bad_input(cli, tmp_path: Path, args: list[str], fragment: str) -> None:
+    args = [a if a != "x.png" else str(tmp_path / "x.png") for a in args]
+    assert fragment in _error_line(cli("sketcher", "render", *args))
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_solve_prints_program_iou_renders_seconds(cli, tmp_path: Path) -> None:
+    target = tmp_path / "target.png"
+    assert cli("sketcher", "render", "--program", "(Quad 8 8 6 4 G)", "--size", "300", "--out", str(target)).returncode == 0
+    proc = cli("sketcher", "solve", "--target", str(target), "--budget", "600", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {"program", "iou", "renders", "seconds"} <= set(data)
+    assert data["renders"] <= 600 and 0 <= data["iou"] <= 1 and data["seconds"] >= 0
+    assert data["program"].startswith("(")
+
+
+def test_solve_refuses_unusable_images(cli, tmp_path: Path) -> None:
+    blank = tmp_path / "blank.png"
+    Image.new("L", (50, 50), 255).save(blank)
+    junk = tmp_path / "junk.png"
+    junk.write_text("no picture here")
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    for path, fragment in [(blank, "no drawing"), (junk, "cannot read"), (empty, "empty"), (tmp_path / "nope.png", "no such file")]:
+        assert fragment in _error_line(cli("sketcher", "solve", "--target", str(path), "--json"))
+    assert "budget" in _error_line(cli("sketcher", "solve", "--target", str(blank), "--budget", "0"))
+
+
+def test_bench_compares_model_and_baseline(cli) -> None:
+    proc = cli("sketcher", "bench", "--targets", "1", "--primitives", "1-2", "--budget", "60", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data["per_primitives"]) == {"1", "2"}
+    assert {"model", "random", "ratio"} <= set(data["per_primitives"]["1"])
+    assert set(data["curves"]) == {"model", "random"}
+    assert "range" in _error_line(cli("sketcher", "bench", "--primitives", "4-1"))
+
+
+def test_train_refuses_nonsense(cli, tmp_path: Path) -> None:
+    assert "positive" in _error_line(cli("sketcher", "train", "--minutes", "0", "--out", str(tmp_path / "m.pt")))
+    junk = tmp_path / "junk.pt"
+    junk.write_text("not a checkpoint")
+    assert "checkpoint" in _error_line(cli("sketcher", "train", "--minutes", "1", "--out", str(junk)))

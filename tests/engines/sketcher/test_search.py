@@ -1,0 +1,72 @@
+"""Beam search under a render budget: solving, streaming, the edit path, cancelling, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engines.core import CancelToken, Cancelled, EngineError
+from engines.sketcher.decode import RandomProposer
+from engines.sketcher.language import parse
+from engines.sketcher.render import render
+from engines.sketcher.search import SearchParams, solve
+
+
+def test_random_search_solves_a_single_disc_and_replays_its_path() -> None:
+    target = render(parse("(Circle 5 8 8)"))
+    updates = []
+    result = solve(target, RandomProposer(0), SearchParams(budget=3000, seed=0, style="filled"), on_update=lambda c, r: updates.append((c, r)))
+    assert result.solved and result.iou >= 0.98
+    assert result.renders <= 3000
+    assert np.array_equal(render(parse(result.program)), target) or result.iou >= 0.98
+    # the gallery streamed, best first, with growing render counts
+    assert len(updates) >= 2
+    assert all(list(c[i].score for i in range(len(c))) == sorted((x.score for x in c), reverse=True) for c, _ in updates)
+    assert [r for _, r in updates] == sorted(r for _, r in updates)
+    # the path starts at a start program and each step is one edit away from the last
+    assert result.path[0].edit == "" and result.path[-1].program == result.program
+    assert all(step.edit.startswith("token ") for step in result.path[1:])
+    assert [r for r, _ in result.curve] == sorted(r for r, _ in result.curve)
+
+
+def test_budget_is_respected() -> None:
+    target = render(parse("(- (Quad 8 8 6 3 H) (+ (Circle 2 6 6) (Circle 3 A A)))"))
+    result = solve(target, RandomProposer(1), SearchParams(budget=150, beam=4, proposals=4, style="filled"))
+    assert result.renders <= 150 and not result.solved
+
+
+def test_search_continues_from_a_given_program() -> None:
+    target = render(parse("(Circle 4 8 9)"))
+    result = solve(target, RandomProposer(2), SearchParams(budget=1500, start="(Circle 4 8 8)", style="filled"))
+    assert result.path[0].program == "(Circle 4 8 8)"
+    assert result.solved and result.renders < 1500
+
+
+def test_sketch_targets_are_scored_by_outline() -> None:
+    from engines.sketcher.sketch import sketch_render
+
+    program = parse("(Quad 8 8 5 4 G)")
+    drawing = sketch_render(program, np.random.default_rng(3))
+    result = solve(drawing, RandomProposer(3), SearchParams(budget=1500, start="(Quad 8 8 5 2 G)", seed=3))
+    assert result.sketch
+    assert float((render(parse(result.program)) & render(program)).sum() / (render(parse(result.program)) | render(program)).sum()) >= 0.8
+
+
+def test_cancel_stops_the_search() -> None:
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        solve(render(parse("(Circle 5 8 8)")), RandomProposer(0), SearchParams(budget=100000, style="filled"), cancel=token)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [(SearchParams(budget=0), "budget"), (SearchParams(beam=0), "beam"), (SearchParams(style="ink"), "style"), (SearchParams(start="(Circle 1 2)"), "syntax error")],
+)
+def test_bad_parameters_are_one_clear_error(params: SearchParams, message: str) -> None:
+    with pytest.raises(EngineError, match=message):
+        solve(render(parse("(Circle 5 8 8)")), RandomProposer(0), params)
+
+
+def test_empty_target_is_refused() -> None:
+    with pytest.raises(EngineError, match="empty"):
+        solve(np.zeros((64, 64), bool), RandomProposer(0), SearchParams())

@@ -1,0 +1,175 @@
+"""The sketcher panel, driven like a user: draw with the mouse, convert, edit, export."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, Qt
+
+from tests.conftest import wait_until
+
+
+@pytest.fixture
+def panel(qapp, qtbot, panel_ctx):
+    from panels.sketcher import create_panel
+
+    widget = create_panel(panel_ctx)
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    qtbot.waitExposed(widget)
+    assert wait_until(qapp, lambda: not widget.curves_runner.busy, 30)
+    yield widget
+    widget.shutdown()
+    assert wait_until(qapp, lambda: not panel_ctx.jobs.running, 60), "jobs did not stop"
+
+
+def _drag(qtbot, canvas, a: tuple[float, float], b: tuple[float, float], steps: int = 8) -> None:
+    """Press at a, move to b, release; a and b are fractions of the canvas frame."""
+    frame = canvas._frame()
+
+    def at(p):
+        return QPoint(int(frame.x() + p[0] * frame.width()), int(frame.y() + p[1] * frame.height()))
+
+    qtbot.mousePress(canvas, Qt.MouseButton.LeftButton, pos=at(a))
+    for i in range(1, steps + 1):
+        t = i / steps
+        qtbot.mouseMove(canvas, at((a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]))))
+    qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, pos=at(b))
+
+
+def _wait_job(qapp, runner, timeout: float = 120) -> None:
+    assert wait_until(qapp, lambda: not runner.busy, timeout), "the job did not finish"
+
+
+def test_drawn_rectangle_becomes_a_program(qapp, qtbot, panel) -> None:
+    panel.tool_buttons["rectangle"].click()
+    _drag(qtbot, panel.canvas, (0.25, 0.3), (0.75, 0.7))
+    ink = panel.canvas.grey() < 0.5
+    assert ink[256, 256] and not ink[30, 30]  # the rectangle is filled, the corner blank
+    partials = []
+    panel.runner.partial.connect(partials.append)
+    results = []
+    panel.runner.finished.connect(results.append)
+    panel.budget.setValue(1500)
+    assert panel.convert()
+    _wait_job(qapp, panel.runner)
+    assert results, panel.message.text
+    conversion = results[0]
+    assert partials, "no live candidates streamed"
+    assert conversion.result.iou > 0.9
+    assert panel.editor.toPlainText() == conversion.result.program
+    assert panel.gallery.count() >= 1
+    assert panel.path_view.steps.count() == len(conversion.result.path)
+    wait_until(qapp, lambda: panel.tree.topLevelItemCount() > 0, 20)
+    assert panel.tree.topLevelItemCount() == 1
+
+
+def test_tools_undo_redo_and_clear(qtbot, panel) -> None:
+    canvas = panel.canvas
+    assert canvas.is_blank() and not panel.undo_button.isEnabled()
+    _drag(qtbot, canvas, (0.2, 0.2), (0.8, 0.8))  # pen
+    assert not canvas.is_blank()
+    panel.tool_buttons["eraser"].click()
+    panel.brush.setValue(60)
+    _drag(qtbot, canvas, (0.2, 0.2), (0.8, 0.8))
+    assert canvas.is_blank()  # the eraser took the stroke away
+    panel.undo_button.click()
+    assert not canvas.is_blank()
+    panel.redo_button.click()
+    assert canvas.is_blank()
+    panel.tool_buttons["ellipse"].click()
+    panel.fill_box.setChecked(False)
+    panel.brush.setValue(6)
+    _drag(qtbot, canvas, (0.2, 0.2), (0.8, 0.8))
+    ink = canvas.grey() < 0.5
+    assert ink[256, 103] and not ink[256, 256]  # an outline: the rim is inked, the middle is not
+    panel.tool_buttons["line"].click()
+    _drag(qtbot, canvas, (0.1, 0.9), (0.9, 0.9))
+    assert (canvas.grey()[int(0.9 * 512)] < 0.5).sum() > 300
+    panel.clear_button.click()
+    assert canvas.is_blank()
+
+
+def test_empty_canvas_is_a_clear_message(panel) -> None:
+    assert not panel.convert()
+    assert "empty" in panel.message.text
+
+
+def test_editor_marks_syntax_errors_and_renders_valid_programs(qapp, panel) -> None:
+    panel.editor.setPlainText("(Circle 5 8)")
+    assert wait_until(qapp, lambda: panel.editor.error_position is not None, 20)
+    assert panel.editor.error_position == 12
+    assert "syntax error" in panel.program_status.text()
+    panel.editor.setPlainText("(- (Circle 6 8 8) (Quad 8 8 3 3 H))")
+    assert wait_until(qapp, lambda: panel.tree.topLevelItemCount() == 1 and panel.editor.error_position is None, 20)
+    assert panel.tree.topLevelItem(0).text(0) == "- subtract"
+    assert "2 primitives" in panel.program_status.text()
+    assert panel.preview.pixmap() is not None and not panel.preview.pixmap().isNull()
+
+
+def test_random_target_and_image_loading(qapp, tmp_path: Path, panel) -> None:
+    panel.random_button.click()
+    assert wait_until(qapp, lambda: not panel.canvas.is_blank(), 20)
+    from PIL import Image
+
+    picture = tmp_path / "drawing.jpg"
+    image = Image.new("L", (300, 200), 255)
+    image.paste(0, (100, 50, 200, 150))
+    image.save(picture)
+    panel.canvas.clear()
+    panel.open_path(picture)
+    assert wait_until(qapp, lambda: not panel.canvas.is_blank(), 20)
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not an image")
+    panel.open_path(junk)
+    assert wait_until(qapp, lambda: "cannot read" in panel.message.text, 20)
+
+
+def test_exports_write_text_svg_and_png(qapp, tmp_path: Path, panel) -> None:
+    panel.editor.setPlainText("(- (Circle 6 8 8) (Quad 8 8 3 3 H))")
+    panel.export_size.setValue(200)
+    for name in ("p.txt", "p.svg", "p.png"):
+        panel.export_to(tmp_path / name)
+        assert wait_until(qapp, lambda n=name: (tmp_path / n).exists() and not panel.io_runner.busy, 20)
+    assert (tmp_path / "p.txt").read_text().strip() == "(- (Circle 6 8 8) (Quad 8 8 3 3 H))"
+    assert "<circle" in (tmp_path / "p.svg").read_text()
+    from PIL import Image
+
+    assert Image.open(tmp_path / "p.png").size == (200, 200)
+    panel.editor.setPlainText("(Circle")
+    panel.export_to(tmp_path / "bad.svg")
+    assert wait_until(qapp, lambda: "syntax error" in panel.message.text, 20)
+    assert not (tmp_path / "bad.svg").exists()
+
+
+def test_state_round_trip(qapp, qtbot, panel_ctx, panel) -> None:
+    from panels.sketcher import create_panel
+
+    _drag(qtbot, panel.canvas, (0.3, 0.3), (0.6, 0.6))
+    panel.budget.setValue(777)
+    panel.style.setCurrentIndex(2)
+    panel.editor.setPlainText("(Circle 3 4 5)")
+    state = panel.state()
+    other = create_panel(panel_ctx)
+    qtbot.addWidget(other)
+    assert wait_until(qapp, lambda: not other.curves_runner.busy, 30)
+    other.restore(state)
+    assert other.budget.value() == 777 and other.style.currentData() == "sketch"
+    assert other.editor.toPlainText() == "(Circle 3 4 5)"
+    assert np.array_equal(other.canvas.grey(), panel.canvas.grey())
+    other.shutdown()
+
+
+def test_cancel_stops_a_conversion(qapp, qtbot, panel) -> None:
+    _drag(qtbot, panel.canvas, (0.3, 0.3), (0.6, 0.6))
+    panel.budget.setValue(100000)
+    cancelled = []
+    panel.runner.cancelled.connect(lambda: cancelled.append(True))
+    assert panel.convert()
+    wait_until(qapp, lambda: panel.progress.value() > 0, 30)
+    panel.cancel_button.click()
+    assert cancelled and not panel.runner.busy
+    assert panel.convert_button.isEnabled()
+    assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 60), "the search did not stop after cancel"
