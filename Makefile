@@ -15,11 +15,19 @@ test: setup
 	$(PY) -m pytest
 
 # Benchmarks print tables of measured ratios against peers and baselines; never part of `make test`.
+# Each runs its peers and baselines in the same run (about 1 h 15 min in all on 2 cores).
 bench: setup
 	$(WB) bench
+	$(WB) attention bench
+	$(WB) sketcher bench --targets 25 --primitives 1-4 --budget 2000 --sketch 25
+	$(WB) sketcher bench --targets 15 --primitives 5-8 --budget 2000
+	$(WB) planner suite --n 104 --seed 0
+	$(WB) segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation
+	$(WB) segmentation bench --scenes bench-data/segmentation
+	$(WB) topomap compare --seeds 3
 
 demo: setup
 	$(WB) demo --out demo-output
 
 clean:
-	rm -rf $(VENV) demo-output build *.egg-info
+	rm -rf $(VENV) demo-output bench-data build *.egg-info

@@ -75,7 +75,6 @@ class MethodPanel(QWidget):
 
     name: str = ""
     title: str = ""
-    placeholder: bool = False
 
     stateChanged = Signal()
 

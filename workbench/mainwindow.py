@@ -58,7 +58,12 @@ class PanelDock(QDockWidget):
         self.factory = factory
         self.panel = None
         self.setWidget(QLabel(f"Loading the {name} panel…"))
-        self.visibilityChanged.connect(lambda visible: visible and QTimer.singleShot(0, self.ensure_panel))
+        self.visibilityChanged.connect(lambda visible: visible and QTimer.singleShot(0, self._build_if_still_shown))
+
+    def _build_if_still_shown(self) -> None:
+        # the window may have closed (and its jobs shut down) before this deferred call runs
+        if self.isVisible():
+            self.ensure_panel()
 
     def ensure_panel(self):
         if self.panel is None:
@@ -272,15 +277,17 @@ class MainWindow(QMainWindow):
 
     # Files ---------------------------------------------------------------------------------
     def panel_for(self, path: Path) -> str | None:
-        """Which method opens this file, by suffix (panels declare theirs)."""
+        """Which method opens this file: the one declaring the longest matching suffix, so
+        `run.topomap.json` goes to topomap although the planner opens any `.json`."""
         from importlib import import_module
 
         name_lower = path.name.lower()
+        best, best_length = None, 0
         for name in METHODS:
-            suffixes = getattr(import_module(f"panels.{name}"), "FILE_SUFFIXES", ())
-            if any(name_lower.endswith(s) for s in suffixes):
-                return name
-        return None
+            for suffix in getattr(import_module(f"panels.{name}"), "FILE_SUFFIXES", ()):
+                if name_lower.endswith(suffix) and len(suffix) > best_length:
+                    best, best_length = name, len(suffix)
+        return best
 
     def open_path(self, path: Path) -> bool:
         if path.name.endswith(SESSION_SUFFIX):

@@ -62,12 +62,16 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
         from .commonroad_import import load_commonroad
 
         cases += [("commonroad", path.stem, 0, load_commonroad(path)) for path in commonroad_files()]
-    total = len(cases) * (len(params.planners) + 1) + 2
+    def modes_of(group: str) -> tuple[bool, ...]:
+        return (params.reactive,) if group == "procedural" else (False, True)  # CommonRoad: replay and reactive
+
+    # one step per episode (each mode's expert counts as one), plus the latency run
+    total = sum(len(modes_of(group)) * (len(params.planners) + 1) for group, *_ in cases) + 2
     done = 0
     rows: list[dict[str, Any]] = []
     for group, kind, seed, sc in cases:
         scene = Scene(sc)
-        modes = (params.reactive,) if group == "procedural" else (False, True)
+        modes = modes_of(group)
         for reactive in modes:
             expert = expert_rollout(scene, reactive)
             for name in params.planners:
