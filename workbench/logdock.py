@@ -116,11 +116,20 @@ class LogPanel(QWidget):
         self.count.setText(f"{len(self.entries)} entries, {errors} errors")
 
 
+OWN_LOGGERS = ("workbench", "engines", "panels")
+
+
+def _ours_or_a_warning(record: logging.LogRecord) -> bool:
+    """Libraries chat at INFO (PyOpenGL, matplotlib...); the dock shows their warnings only."""
+    return record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN_LOGGERS
+
+
 def install_log_handler(panel: LogPanel) -> QtLogHandler:
     """Route Python logging and uncaught exceptions (UI thread and workers) to the log panel."""
     bridge = LogBridge(panel)
     bridge.entry.connect(panel.add)
     handler = QtLogHandler(bridge)
+    handler.addFilter(_ours_or_a_warning)
     root = logging.getLogger()
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:

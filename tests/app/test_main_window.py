@@ -145,6 +145,18 @@ def test_unexpected_errors_reach_the_log_dock_with_traceback(qapp, main_window) 
     assert entry.level == logging.ERROR and "Traceback" in entry.details and "broken" in entry.details
 
 
+def test_the_log_dock_shows_library_warnings_but_not_their_chatter(qapp, main_window) -> None:
+    logging.getLogger("OpenGL.acceleratesupport").info("library chatter")
+    logging.getLogger("OpenGL.acceleratesupport").warning("library warning")
+    logging.getLogger("engines.planner").info("our own note")
+
+    def messages() -> list[str]:
+        return [e.message for e in main_window.log_panel.entries]
+
+    assert wait_until(qapp, lambda: "our own note" in messages() and "library warning" in messages(), 10)
+    assert "library chatter" not in messages()
+
+
 def test_the_activity_list_shows_a_running_job_with_cancel(qapp, main_window) -> None:
     runner = main_window.jobs.runner("test")
 
