@@ -79,13 +79,17 @@ def panel_ctx(jobs, settings):
 
 
 @pytest.fixture
-def main_window(qtbot, jobs, settings):
+def main_window(qapp, qtbot, jobs, settings):
+    from engines.core import METHODS
     from workbench.mainwindow import MainWindow
 
     window = MainWindow(settings, jobs)
     qtbot.addWidget(window)
     window.show()
     qtbot.waitExposed(window)
+    # ready = the first dock's panel is built and what it loads on first show has arrived
+    first = window.docks[METHODS[0]]
+    assert wait_until(qapp, lambda: first.panel is not None and not jobs.running, 120), "the window did not settle"
     yield window
     window._close_confirmed = True
     window.close()

@@ -52,6 +52,7 @@ class JobManager(QObject):
         self._gpu = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-gpu")
         self.running: dict[int, Job] = {}
         self.runners: list[JobRunner] = []
+        self.closed = False  # after shutdown nothing new starts (a panel may still be built as the window goes)
 
     def executor(self, gpu: bool) -> concurrent.futures.Executor:
         return self._gpu if gpu else self._cpu
@@ -74,6 +75,7 @@ class JobManager(QObject):
         return not not_done
 
     def shutdown(self) -> None:
+        self.closed = True
         self.cancel_all()
         self._cpu.shutdown(wait=False, cancel_futures=True)
         self._gpu.shutdown(wait=False, cancel_futures=True)
@@ -121,6 +123,9 @@ class JobRunner(QObject):
                 loop.call_soon_threadsafe(self._on_partial, job_id, obj)
 
         job = Job(job_id, label, cancel, progress, partial, gpu)
+        if self.manager.closed:
+            cancel.cancel()
+            return job
         self.current = job
         # What loop.run_in_executor does, keeping the concurrent future for blocking waits at exit.
         job.future = self.manager.executor(gpu).submit(self._call, work, job)

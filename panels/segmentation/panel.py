@@ -59,6 +59,14 @@ class SegmentationPanel(MethodPanel):
         self.runner.progress.connect(self._progress)
         self.runner.finished.connect(self._on_finished)
         self._restore_ui_choices()
+        self._show_example_room()
+
+    def _show_example_room(self) -> None:
+        """A first look at something rather than an empty view: the example room, not yet segmented."""
+        from engines.segmentation.example import example_path
+
+        path = example_path()
+        self._start("load", lambda job: work.load(path, job), "Open the example room")
 
     # Layout ----------------------------------------------------------------------------------
     def _build(self) -> None:

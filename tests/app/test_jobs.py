@@ -121,3 +121,13 @@ def test_unexpected_exception_carries_its_traceback(qapp, jobs) -> None:
     assert wait_until(qapp, lambda: errors)
     message, tb = errors[0]
     assert "ZeroDivisionError" in message and "engine_like" in tb and "Traceback" in tb
+
+
+def test_nothing_starts_after_shutdown(qapp, jobs) -> None:
+    runner = jobs.runner("late")
+    jobs.shutdown()
+    ran: list[int] = []
+    job = runner.start(lambda job: ran.append(1), "too late")
+    qapp.processEvents()
+    time.sleep(0.05)
+    assert job.cancel.cancelled() and not runner.busy and not jobs.running and not ran

@@ -30,7 +30,7 @@ def build_parser() -> ArgumentParser:
     shot.add_argument("--out", required=True, type=Path, help="PNG file to write")
     shot.add_argument("--size", default="1280x820", help="window size WIDTHxHEIGHT (default 1280x820)")
     shot.add_argument("--run", action="store_true", help="run the panel's example first and wait for it")
-    shot.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for --run (default 300)")
+    shot.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for --run or a panel's start-up job (default 300)")
 
     demo = add_command(sub, "demo", cmd_demo, "run every available method on its example; write exports and screenshots")
     demo.add_argument("--out", required=True, type=Path, help="folder to write into")
@@ -146,6 +146,7 @@ def _wait_for(app, predicate, timeout: float) -> bool:
 def _run_and_wait(app, window, name: str, timeout: float) -> str | None:
     """Run a panel's example and wait; returns an error sentence, or None when it finished."""
     panel = window.show_panel(name)
+    _wait_for(app, lambda: not panel.runner.busy, timeout)  # what it loads when first shown
     outcome: dict[str, str] = {}
     panel.runner.finished.connect(lambda r: outcome.setdefault("state", "finished"))
     panel.runner.failed.connect(lambda text: outcome.setdefault("state", f"failed: {text}"))
@@ -173,6 +174,9 @@ def cmd_screenshot(args: argparse.Namespace) -> None:
         if args.run:
             problem = _run_and_wait(app, window, args.panel, args.timeout)
     _wait_for(app, lambda: False, 0.3)
+    # what a panel loads when first shown (an example scene, a first timing) belongs in the picture
+    _wait_for(app, lambda: not any(p.runner.busy for p in window.built_panels().values()), args.timeout)
+    _wait_for(app, lambda: False, 0.2)
     path = grab_to_png(target, args.out)
     size = target.grab().size()
     _close_headless(app, window)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.gl
 
 
 @pytest.fixture
-def panel(qtbot, panel_ctx):
+def panel(qapp, qtbot, panel_ctx):
     from panels.segmentation import create_panel
 
     p = create_panel(panel_ctx)
@@ -21,6 +21,9 @@ def panel(qtbot, panel_ctx):
     p.resize(1300, 800)
     p.show()
     qtbot.waitExposed(p)
+    # a new panel shows the example room (not yet segmented) instead of an empty view
+    assert wait_until(qapp, lambda: p.scene is not None and not p.runner.busy, 60)
+    assert p.view is None and len(p.pred_view.positions) > 1000
     yield p
     p.runner.cancel()
     for runner in p._exporters.values():
