@@ -87,6 +87,7 @@ class TopomapPanel(MethodPanel):
         self.play_timer.setInterval(450)
         self.play_timer.timeout.connect(self._play_step)
         self._restore_choices()
+        self.run_default()  # open on the shipped example run's maps rather than empty plots
 
     # Building ------------------------------------------------------------------------------
     def _build(self) -> None:

@@ -21,13 +21,15 @@ def finish(qapp, panel, runner=None, timeout: float = 240.0) -> list[str]:
 
 
 @pytest.fixture
-def panel(qtbot, panel_ctx):
+def panel(qapp, qtbot, panel_ctx):
     from panels.topomap import create_panel
 
     widget = create_panel(panel_ctx)
     qtbot.addWidget(widget)
     widget.resize(1400, 900)
     widget.show()
+    # a new panel opens on the shipped example run
+    assert wait_until(qapp, lambda: widget.view is not None and not widget.runner.busy, 60)
     return widget
 
 
@@ -159,7 +161,7 @@ def test_exports_write_every_file(qapp, loaded, tmp_path: Path) -> None:
     assert len(panel.export_actions()) == 5
 
 
-def test_state_round_trip(panel, panel_ctx) -> None:
+def test_state_round_trip(qapp, panel, panel_ctx) -> None:
     from panels.topomap import create_panel
 
     panel.method.setCurrentIndex(panel.method.findData("topoloss"))
@@ -168,8 +170,10 @@ def test_state_round_trip(panel, panel_ctx) -> None:
     panel.tau.setValue(2.5)
     panel.kind.setCurrentIndex(panel.kind.findData("frequency"))
     state = panel.state()
+    assert state["run"]  # the example run the panel opened on
     other = create_panel(panel_ctx)
-    other.restore(state)
+    other.restore(state)  # replaces its own start-up load with the session's run
+    assert wait_until(qapp, lambda: other.view is not None and not other.runner.busy, 60)
     assert other.state() == state
     other.restore({"method": "magic"})
     assert "invalid" in other.message.text
