@@ -42,6 +42,7 @@ class MetricPlots(pg.GraphicsLayoutWidget):
             self.cursors.append(line)
             self.plots.append(p)
         self.scene().sigMouseClicked.connect(self._clicked)
+        first.setXRange(0, 15, padding=0.01)  # an episode's length until one is loaded
         if "ttc" in self.curves:
             ttc_plot = self.plots[[k for k, _ in PLOTS].index("ttc")]
             ttc_plot.addItem(pg.InfiniteLine(pos=0.95, angle=0, pen=pg.mkPen("#ff2828", style=pg.QtCore.Qt.PenStyle.DashLine)))
