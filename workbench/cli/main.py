@@ -143,6 +143,20 @@ def _wait_for(app, predicate, timeout: float) -> bool:
     return True
 
 
+def _settle(app, window, timeout: float, quiet: float = 1.5) -> bool:
+    """Wait until no job has run for ``quiet`` seconds (panels start their first work on timers)."""
+    deadline = time.monotonic() + timeout
+    idle_since = time.monotonic()
+    while time.monotonic() < deadline:
+        app.processEvents()
+        if window.jobs.running:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= quiet:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def _run_and_wait(app, window, name: str, timeout: float) -> str | None:
     """Run a panel's example and wait; returns an error sentence, or None when it finished."""
     panel = window.show_panel(name)
@@ -173,10 +187,8 @@ def cmd_screenshot(args: argparse.Namespace) -> None:
         window.show_panel(args.panel)
         if args.run:
             problem = _run_and_wait(app, window, args.panel, args.timeout)
-    _wait_for(app, lambda: False, 0.3)
     # what a panel loads when first shown (an example scene, a first timing) belongs in the picture
-    _wait_for(app, lambda: not any(p.runner.busy for p in window.built_panels().values()), args.timeout)
-    _wait_for(app, lambda: False, 0.2)
+    _settle(app, window, args.timeout)
     path = grab_to_png(target, args.out)
     size = target.grab().size()
     _close_headless(app, window)
