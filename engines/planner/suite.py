@@ -62,6 +62,7 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
         from .commonroad_import import load_commonroad
 
         cases += [("commonroad", path.stem, 0, load_commonroad(path)) for path in commonroad_files()]
+
     def modes_of(group: str) -> tuple[bool, ...]:
         return (params.reactive,) if group == "procedural" else (False, True)  # CommonRoad: replay and reactive
 
@@ -71,8 +72,7 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     rows: list[dict[str, Any]] = []
     for group, kind, seed, sc in cases:
         scene = Scene(sc)
-        modes = modes_of(group)
-        for reactive in modes:
+        for reactive in modes_of(group):
             expert = expert_rollout(scene, reactive)
             for name in params.planners:
                 cancel.raise_if_cancelled()

@@ -160,7 +160,7 @@ def _settle(app, window, timeout: float, quiet: float = 1.5) -> bool:
 def _run_and_wait(app, window, name: str, timeout: float) -> str | None:
     """Run a panel's example and wait; returns an error sentence, or None when it finished."""
     panel = window.show_panel(name)
-    _wait_for(app, lambda: not panel.runner.busy, timeout)  # what it loads when first shown
+    _settle(app, window, timeout)  # what it loads when first shown
     outcome: dict[str, str] = {}
     panel.runner.finished.connect(lambda r: outcome.setdefault("state", "finished"))
     panel.runner.failed.connect(lambda text: outcome.setdefault("state", f"failed: {text}"))
