@@ -51,11 +51,28 @@ def worker_count() -> int:
 
 
 def run_items(fn: Callable[[T], None], items: Sequence[T]) -> None:
-    """Call ``fn`` on every item, spread over ``worker_count()`` workers, in the given order."""
+    """Call ``fn`` on every item, spread over ``worker_count()`` workers, in the given order.
+
+    Each worker drains one shared iterator: submitting one future per item would keep the caller
+    busy in Python (holding the GIL) while the first workers want to start."""
     n = worker_count()
     if n <= 1 or len(items) <= 1:
         for item in items:
             fn(item)
         return
-    for future in [_workers(n).submit(fn, item) for item in items]:
+    pending = iter(items)
+    lock = threading.Lock()
+
+    def drain() -> None:
+        while True:
+            with lock:
+                item = next(pending, _DONE)
+            if item is _DONE:
+                return
+            fn(item)  # type: ignore[arg-type]
+
+    for future in [_workers(n).submit(drain) for _ in range(min(n, len(items)))]:
         future.result()
+
+
+_DONE = object()

@@ -21,14 +21,14 @@ exact share of dQ, dK and dV.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from engines.core import EngineError
 
-from ..blocks import MASKED, PARTIAL, UNMASKED, classify
+from ..blocks import MASKED, PARTIAL, UNMASKED, BlockLayout, classify
 from ..cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
 from ..representation import FlashMask
 from ..workers import run_items, worker_count
@@ -39,8 +39,7 @@ GROUP_LEVELS = (8, 4, 2)  # query tiles merged for shared unmasked key blocks, l
 MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOCK_Q x 2048
 LEAF_SPLIT = 2  # leaves are this many times shorter (and their key blocks narrower) than tiles
 MAX_BATCH = 16  # tiles of a diagonal band per batched call (smaller batches balance the workers)
-
-FREE, MASKED_RUN = "free", "masked"
+TASKS_PER_WORKER = 8  # below this many tasks per worker, shared-mask heads are split across workers
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Run:
 
     c0: int
     c1: int
-    kind: str  # FREE: no mask at all; MASKED_RUN: an additive mask for this piece
+    bias: int = -1  # index into Plan.biases (an additive mask for this piece); -1: no mask at all
 
 
 @dataclass(frozen=True)
@@ -80,72 +79,116 @@ class Plan:
     tasks: list[Task]
     block_q: int
     mask: FlashMask
-    lts: torch.Tensor  # int64 [B, Hm, N_k] normalised intervals, for the partial-tile masks
-    lte: torch.Tensor
-    uts: torch.Tensor
-    ute: torch.Tensor
-    biases: dict = field(default_factory=dict)  # tile masks shared by tiles with one pattern
+    biases: list[torch.Tensor]  # one additive mask per distinct pattern (tiles of a band share one)
 
 
-def make_plan(mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, workers: int = 1) -> Plan:
-    """Tasks for ``heads`` query heads; shared-mask heads are cut into ``workers`` chunks so that
-    even a single tall call keeps every worker busy."""
+def make_plan(
+    mask: FlashMask, heads: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K, workers: int = 1, dtype: torch.dtype = torch.float32
+) -> Plan:
+    """Tasks for ``heads`` query heads. Heads that share one mask run together in each call, cut
+    into ``workers`` chunks only when there are too few tasks to keep every worker busy (the full
+    mask is one call): more tasks cost Python time, and with it the GIL that workers share.
+    Head groups with the same mask head share its tasks (built once)."""
     layout = classify(mask, block_q, block_k)
     split = LEAF_SPLIT if block_q % LEAF_SPLIT == 0 and block_k % LEAF_SPLIT == 0 else 1  # leaves: 1/split of a tile high
     fine = classify(mask, block_q // split, block_k // split)
+    biases = _Biases(mask, dtype)
+    per_head: dict[tuple[int, int], list[Task]] = {}
+
+    def head_tasks(b: int, hm: int) -> list[Task]:
+        if (b, hm) not in per_head:
+            per_head[b, hm] = _head_tasks(layout, fine, split, b, hm, biases)
+        return per_head[b, hm]
+
     if mask.heads == 1 or bool((mask.indices == mask.indices[:, :1]).all()):
-        cuts = np.linspace(0, heads, min(heads, max(1, workers)) + 1).round().astype(int)
+        chunks = 1 if len(head_tasks(0, 0)) >= TASKS_PER_WORKER * workers else min(heads, max(1, workers))
+        cuts = np.linspace(0, heads, chunks + 1).round().astype(int)
         groups = [(b, slice(int(h0), int(h1)), 0) for b in range(mask.batch) for h0, h1 in zip(cuts[:-1], cuts[1:])]
     else:
         groups = [(b, slice(h, h + 1), h) for b in range(mask.batch) for h in range(mask.heads)]
+    tasks = [replace(task, group=g) for g, (b, _, hm) in enumerate(groups) for task in head_tasks(b, hm)]
+    tasks.sort(key=lambda task: -task.cost)  # LPT: the workers finish together
+    return Plan(groups, tasks, block_q, mask, biases.tensors)
+
+
+def _head_tasks(layout: BlockLayout, fine: BlockLayout, split: int, b: int, hm: int, biases: "_Biases") -> list[Task]:
+    """The calls for one mask head (group index 0): shared unmasked blocks of aligned tile groups,
+    then what each tile still needs as half-height leaves, diagonal bands batched."""
     rows, cols = layout.row_edges, layout.col_edges
     n_tiles = len(rows) - 1
-    iv = mask.intervals()
-    levels: list[list[Task]] = [[] for _ in range(len(GROUP_LEVELS) + 1)]
-    for g, (b, _, hm) in enumerate(groups):
-        kinds = layout.kinds[b, hm]
-        free = kinds == UNMASKED  # unmasked blocks not yet given to a task
-        for level, size in enumerate(GROUP_LEVELS):
-            for t0 in range(0, n_tiles - size + 1, size):
-                shared = free[t0 : t0 + size].all(axis=0)
-                if shared.any():
-                    free[t0 : t0 + size] &= ~shared
-                    runs = tuple(Run(int(cols[s]), int(cols[e]), FREE) for s, e in _spans(shared))
-                    levels[level].append(Task(g, int(rows[t0]), int(rows[t0 + size]), runs))
-        leaves = []
-        fine_kinds = fine.kinds[b, hm]
-        fine_rows, fine_cols = fine.row_edges, fine.col_edges
-        for t in range(n_tiles):
-            # What this tile still needs (unclaimed unmasked blocks and its partial blocks), at
-            # half the tile size: each half-height leaf drops the half-blocks it cannot see.
-            needed = np.repeat(free[t] | (kinds[t] == PARTIAL), split)[: fine_kinds.shape[1]]
-            for tf in range(split * t, min(split * t + split, fine_kinds.shape[0])):
-                r0, r1 = int(fine_rows[tf]), int(fine_rows[tf + 1])
-                keep = needed & (fine_kinds[tf] != MASKED)
-                partial = keep & (fine_kinds[tf] == PARTIAL)
-                runs = []
-                for s, e in _spans(keep):  # one call per contiguous span: fewer merges
-                    c0, c1 = int(fine_cols[s]), int(fine_cols[e])
-                    if not partial[s:e].any():
-                        runs.append(Run(c0, c1, FREE))
-                    else:
-                        runs.extend(Run(a, min(a + MAX_MASKED_COLS, c1), MASKED_RUN) for a in range(c0, c1, MAX_MASKED_COLS))
-                if runs:
-                    leaves.append(Task(g, r0, r1, tuple(runs)))
-        levels[-1].extend(_batch_band(leaves, iv, b, hm, mask))
-    tasks = [task for level in levels for task in level]
-    tasks.sort(key=lambda task: -task.cost)  # LPT: the workers finish together
-    return Plan(groups, tasks, block_q, mask, *(torch.from_numpy(x) for x in (iv.lts, iv.lte, iv.uts, iv.ute)))
+    kinds = layout.kinds[b, hm]
+    free = kinds == UNMASKED  # unmasked blocks not yet given to a task
+    tasks: list[Task] = []
+    for size in GROUP_LEVELS:
+        for t0 in range(0, n_tiles - size + 1, size):
+            shared = free[t0 : t0 + size].all(axis=0)
+            if shared.any():
+                free[t0 : t0 + size] &= ~shared
+                runs = tuple(Run(int(cols[s]), int(cols[e])) for s, e in _spans(shared))
+                tasks.append(Task(0, int(rows[t0]), int(rows[t0 + size]), runs))
+    leaves = []
+    fine_kinds = fine.kinds[b, hm]
+    fine_rows, fine_cols = fine.row_edges, fine.col_edges
+    for t in range(n_tiles):
+        # What this tile still needs (unclaimed unmasked blocks and its partial blocks), at
+        # half the tile size: each half-height leaf drops the half-blocks it cannot see.
+        needed = np.repeat(free[t] | (kinds[t] == PARTIAL), split)[: fine_kinds.shape[1]]
+        for tf in range(split * t, min(split * t + split, fine_kinds.shape[0])):
+            r0, r1 = int(fine_rows[tf]), int(fine_rows[tf + 1])
+            keep = needed & (fine_kinds[tf] != MASKED)
+            partial = keep & (fine_kinds[tf] == PARTIAL)
+            runs = []
+            for s, e in _spans(keep):  # one call per contiguous span: fewer merges
+                c0, c1 = int(fine_cols[s]), int(fine_cols[e])
+                if not partial[s:e].any():
+                    runs.append(Run(c0, c1))
+                else:
+                    for a in range(c0, c1, MAX_MASKED_COLS):
+                        a1 = min(a + MAX_MASKED_COLS, c1)
+                        runs.append(Run(a, a1, biases.index(b, hm, r0, r1, a, a1)))
+            if runs:
+                leaves.append(Task(0, r0, r1, tuple(runs)))
+    return tasks + _batch_band(leaves)
 
 
-def _batch_band(leaves: list[Task], iv, b: int, hm: int, mask: FlashMask) -> list[Task]:
+class _Biases:
+    """Additive masks of the masked runs, one tensor per distinct pattern relative to the piece's
+    corner: every diagonal tile of a sliding window, say, shares one."""
+
+    def __init__(self, mask: FlashMask, dtype: torch.dtype) -> None:
+        iv = mask.intervals()
+        self.vectors = np.stack([iv.lts, iv.lte, iv.uts, iv.ute], axis=2)  # [B, Hm, 4, N_k]
+        self.mask, self.dtype = mask, dtype
+        self.tensors: list[torch.Tensor] = []
+        self._ids: dict[tuple, int] = {}
+
+    def index(self, b: int, hm: int, r0: int, r1: int, c0: int, c1: int) -> int:
+        """The mask of rows [r0, r1) x columns [c0, c1): 0 where visible, a huge negative where hidden."""
+        height = r1 - r0
+        rel = np.clip(self.vectors[b, hm, :, c0:c1] - r0, 0, height)
+        shift = min(max(c0 - r0 - self.mask.offset, -(c1 - c0)), height) if self.mask.causal else None
+        key = (height, c1 - c0, shift, rel.tobytes())
+        found = self._ids.get(key)
+        if found is None:
+            i = np.arange(height)[:, None]
+            hidden = ((i >= rel[0]) & (i < rel[1])) | ((i >= rel[2]) & (i < rel[3]))
+            if shift is not None:
+                hidden |= np.arange(c1 - c0)[None, :] + shift > i
+            self.tensors.append(torch.from_numpy(np.where(hidden, masked_value(self.dtype), 0.0)).to(self.dtype))
+            found = self._ids[key] = len(self.tensors) - 1
+        return found
+
+
+def _batch_band(leaves: list[Task]) -> list[Task]:
     """Fold leaf tiles whose calls are the same call shifted by a constant step into one task.
 
-    Leaves are bucketed by their call relative to the tile corner; each bucket's tiles (in row
-    order) are chained while the step between them stays the same."""
+    Leaves are bucketed by their call relative to the tile corner (masks are shared by pattern,
+    so equal mask indices mean equal masks); each bucket's tiles (in row order) are chained while
+    the step between them stays the same."""
     buckets: dict[tuple, list[Task]] = {}
     for task in leaves:
-        buckets.setdefault(_signature(task, iv, b, hm, mask), []).append(task)
+        key = (task.r1 - task.r0,) + tuple((run.c0 - task.r0, run.c1 - task.r0, run.bias) for run in task.runs)
+        buckets.setdefault(key, []).append(task)
     out: list[Task] = []
     for tasks in buckets.values():
         chain = [tasks[0]]
@@ -167,45 +210,10 @@ def _fold(chain: list[Task]) -> Task:
     return Task(first.group, first.r0, first.r1, first.runs, len(chain), chain[1].r0 - first.r0)
 
 
-def _signature(task: Task, iv, b: int, hm: int, mask: FlashMask) -> tuple:
-    """What a leaf call looks like relative to its tile corner, masks included."""
-    height = task.r1 - task.r0
-    parts: list = [height]
-    for run in task.runs:
-        parts.append((run.c0 - task.r0, run.c1 - task.r0, run.kind))
-        if run.kind == MASKED_RUN:
-            cols = slice(run.c0, run.c1)
-            rel = [np.clip(x[b, hm, cols] - task.r0, 0, height) for x in (iv.lts, iv.lte, iv.uts, iv.ute)]
-            parts.append(b"".join(x.tobytes() for x in rel))
-    return tuple(parts)
-
-
 def _spans(flags: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of every run of True."""
     edges = np.flatnonzero(np.diff(np.concatenate([[0], flags.astype(np.int8), [0]])))
     return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
-
-
-def _bias(plan: Plan, b: int, hm: int, r0: int, r1: int, run: Run, dtype: torch.dtype) -> torch.Tensor:
-    """Additive mask of one masked run: 0 where visible, a huge negative where hidden.
-
-    Tiles with the same pattern relative to their corner (every diagonal tile of a sliding window,
-    say) share one tensor: the key is the intervals clipped to the tile, relative to its rows."""
-    cols = slice(run.c0, run.c1)
-    height = r1 - r0
-    rel = [torch.clamp(x[b, hm, cols] - r0, 0, height) for x in (plan.lts, plan.lte, plan.uts, plan.ute)]
-    shift = min(max(run.c0 - r0 - plan.mask.offset, -(run.c1 - run.c0)), height) if plan.mask.causal else None
-    key = (height, run.c1 - run.c0, shift, dtype, b"".join(x.numpy().tobytes() for x in rel))
-    cached = plan.biases.get(key)
-    if cached is not None:
-        return cached
-    i = torch.arange(height)[:, None]
-    hidden = ((i >= rel[0]) & (i < rel[1])) | ((i >= rel[2]) & (i < rel[3]))
-    if shift is not None:
-        hidden |= torch.arange(run.c1 - run.c0)[None, :] + shift > i
-    bias = torch.where(hidden, masked_value(dtype), 0.0).to(dtype)
-    plan.biases[key] = bias
-    return bias
 
 
 def _band(x: torch.Tensor, b: int, heads: slice, start: int, length: int, task: Task) -> torch.Tensor:
@@ -218,10 +226,10 @@ def _band(x: torch.Tensor, b: int, heads: slice, start: int, length: int, task: 
     return base.as_strided(size, strides, base.storage_offset() + start * base.stride(1))
 
 
-def _call(plan: Plan, task: Task, run: Run, q, k, v, dtype):
+def _call(plan: Plan, task: Task, run: Run, q, k, v):
     """Arguments of the fused op for one run: (q rows, k cols, v cols, additive mask or None)."""
     b, heads, hm = plan.groups[task.group]
-    bias = _bias(plan, b, hm, task.r0, task.r1, run, dtype) if run.kind == MASKED_RUN else None
+    bias = plan.biases[run.bias] if run.bias >= 0 else None
     height, width = task.r1 - task.r0, run.c1 - run.c0
     return (
         _band(q, b, heads, task.r0, height, task),
@@ -237,15 +245,17 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> tu
     All tasks run in one pool pass, largest first (no barrier per level); each folds its result
     into the output under its group's lock (the log-sum-exp merge does not care about order)."""
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    acc = torch.zeros(q.shape, dtype=torch.float32)
-    lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32)
+    # numpy's zeros are calloc'd pages, zeroed by the workers that first touch them: torch.zeros
+    # would run an OpenMP region here whose threads then spin on the cores the workers need.
+    acc = torch.from_numpy(np.zeros(q.shape, dtype=np.float32))
+    lse = torch.from_numpy(np.full(q.shape[:3], -np.inf, dtype=np.float32))
     locks = [threading.Lock() for _ in plan.groups]
     written = [np.zeros(q.shape[2], dtype=bool) for _ in plan.groups]  # rows some task already wrote
 
     @torch.no_grad()  # workers are fresh threads: grad mode is per thread
     def run_task(task: Task) -> None:
         b, heads, _ = plan.groups[task.group]
-        parts = [flash_forward(*_call(plan, task, run, q, k, v, q.dtype)) for run in task.runs]
+        parts = [flash_forward(*_call(plan, task, run, q, k, v)) for run in task.runs]
         out, part_lse = parts[0]
         for more_out, more_lse in parts[1:]:
             merge_into(out, part_lse, more_out, more_lse)
@@ -281,7 +291,7 @@ def backward(
         height = task.r1 - task.r0
         g_rows, o_rows, l_rows = (_band(x, b, heads, task.r0, height, task) for x in (grad_out, out, lse))
         for run in task.runs:
-            qt, kt, vt, bias = _call(plan, task, run, q, k, v, q.dtype)
+            qt, kt, vt, bias = _call(plan, task, run, q, k, v)
             gq, gk, gv = flash_backward(g_rows, qt, kt, vt, o_rows, l_rows, bias)
             _band(dq, b, heads, task.r0, height, task).add_(gq)  # query bands never overlap
             for i in range(task.count):  # key bands of a diagonal band may overlap: add one by one
@@ -311,7 +321,7 @@ class BlockSparseAttention(torch.autograd.Function):
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> torch.Tensor:
     if q.device.type != "cpu":
         raise EngineError("the blocksparse backend runs on the CPU; use the triton backend on a GPU")
-    plan = make_plan(mask, q.shape[1], block_q, block_k, worker_count())
+    plan = make_plan(mask, q.shape[1], block_q, block_k, worker_count(), q.dtype)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return BlockSparseAttention.apply(q, k, v, plan)
     return forward(q, k, v, plan)[0]
