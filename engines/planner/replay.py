@@ -11,6 +11,7 @@ import numpy as np
 from .episode import Episode
 from .geometry import box_corners
 from .metrics import MULTIPLIERS, TH, WEIGHTS
+from .scenario import Scenario
 from .scene import Scene
 from .vehicle import LENGTH, WIDTH
 
@@ -78,9 +79,20 @@ class ReplayData:
         return None
 
 
-def build_replay(ep: Episode, max_samples: int | None = None) -> ReplayData:
-    sc = ep.scenario
-    scene = Scene(sc)
+@dataclass(frozen=True)
+class _Road:
+    """The layers that do not move: lanes, drivable outline, boundaries, route, static objects."""
+
+    lanes: list[np.ndarray]
+    boundaries: np.ndarray
+    route: np.ndarray
+    drivable: np.ndarray
+    statics: np.ndarray
+    bounds: tuple[float, float, float, float]
+
+
+def _road(scene: Scene) -> _Road:
+    sc = scene.scenario
     lanes = [_closed(np.concatenate([np.asarray(l.left), np.asarray(l.right)[::-1]])) for l in sc.lanes]
     lanes += [_closed(np.asarray(a, dtype=float)) for a in sc.areas]
     boundaries = _join([np.asarray(l.left) for l in sc.lanes] + [np.asarray(l.right) for l in sc.lanes])
@@ -88,6 +100,42 @@ def build_replay(ep: Episode, max_samples: int | None = None) -> ReplayData:
     drivable = _join([np.asarray(g.exterior.coords) for g in geoms if g.geom_type == "Polygon"] +
                      [np.asarray(r.coords) for g in geoms if g.geom_type == "Polygon" for r in g.interiors])
     statics = _join([_closed(box_corners(o.x, o.y, o.heading, o.length, o.width)) for o in sc.static_objects])
+    return _Road(lanes, boundaries, scene.route_path.points, drivable, statics, tuple(scene.bounds))
+
+
+def _agent_outline(x: float, y: float, heading: float, length: float, width: float) -> list[np.ndarray]:
+    """Box and heading tick of one agent."""
+    tip = np.array([[x, y], [x + 0.6 * length * np.cos(heading), y + 0.6 * length * np.sin(heading)]])
+    return [_closed(box_corners(x, y, heading, length, width)), tip]
+
+
+def preview_replay(scenario: Scenario) -> ReplayData:
+    """The scene at t = 0, before any planner has driven it: road, agents present at the start and
+    the ego, as a one-frame replay with no plans, metrics or violations."""
+    road = _road(Scene(scenario))
+    outlines: list[np.ndarray] = []
+    labels = []
+    for agent in scenario.agents:
+        if agent.start_step != 0 or not agent.history:
+            continue
+        x, y, heading, _ = agent.history[-1]
+        outlines += _agent_outline(x, y, heading, agent.length, agent.width)
+        labels.append((str(agent.id), float(x), float(y)))
+    e = scenario.ego
+    empty = np.zeros((0, 2))
+    frame = Frame(_join(outlines), labels, _closed(box_corners(e.x, e.y, e.heading, LENGTH, WIDTH)), float(e.heading), np.array([e.x, e.y]),
+                  empty, empty, empty, empty, "ok")
+    summary = f"{scenario.name} at t = 0 · {len(labels)} agents · {scenario.duration:.0f} s · press Run to let the planner drive it"
+    return ReplayData(
+        [frame], road.lanes, road.boundaries, road.route, road.drivable, road.statics, empty, np.array([[e.x, e.y]]), road.bounds,
+        np.zeros(1), {}, [], [], None, summary,
+    )
+
+
+def build_replay(ep: Episode, max_samples: int | None = None) -> ReplayData:
+    sc = ep.scenario
+    scene = Scene(sc)
+    road = _road(scene)
     sig = {k: np.asarray(v, dtype=float) for k, v in ep.metrics.signals.items()}
     ttc = sig.get("ttc", np.full(len(ep.ego), np.nan))
     collide_steps: dict[int, set[int]] = {}
@@ -101,8 +149,7 @@ def build_replay(ep: Episode, max_samples: int | None = None) -> ReplayData:
             if not ep.valid[k, j]:
                 continue
             a = ep.agents[k, j]
-            box = _closed(box_corners(a[0], a[1], a[2], ep.agent_size[j, 0], ep.agent_size[j, 1]))
-            tip = np.array([a[:2], a[:2] + 0.6 * ep.agent_size[j, 0] * np.array([np.cos(a[2]), np.sin(a[2])])])
+            box, tip = _agent_outline(a[0], a[1], a[2], ep.agent_size[j, 0], ep.agent_size[j, 1])
             outlines += [box, tip]
             labels.append((str(int(ep.agent_ids[j])), float(a[0]), float(a[1])))
             if int(ep.agent_ids[j]) in collide_steps.get(k, set()):
@@ -125,13 +172,12 @@ def build_replay(ep: Episode, max_samples: int | None = None) -> ReplayData:
     breakdown += [(name.replace("_", " "), f"{WEIGHTS[name]:.0f}", f"{m.weighted[name]:.2f}") for name in WEIGHTS]
     breakdown.append(("CLS", "", f"{100 * m.score:.1f}"))
     violations = [(v.step, f"{v.step * ep.dt:4.1f} s  {v.text}") for v in m.violations]
-    minx, miny, maxx, maxy = scene.bounds
     ms = [p.ms for p in ep.plans]
     summary = (f"{sc.name} · {ep.planner} · {'reactive' if ep.reactive else 'log replay'} · CLS {ep.score:.1f} · "
                f"progress {m.ego_progress:.0f} m (expert {m.expert_progress:.0f} m) · replan {np.median(ms) if ms else 0:.0f} ms median")
     return ReplayData(
-        frames, lanes, boundaries, scene.route_path.points, drivable, statics,
-        ep.expert[:, :2] if ep.expert is not None else np.zeros((0, 2)), ep.ego[:, :2].copy(), (minx, miny, maxx, maxy),
+        frames, road.lanes, road.boundaries, road.route, road.drivable, road.statics,
+        ep.expert[:, :2] if ep.expert is not None else np.zeros((0, 2)), ep.ego[:, :2].copy(), road.bounds,
         np.arange(len(ep.ego)) * ep.dt, sig, breakdown, violations, m.first_violation.step if m.first_violation else None, summary,
     )
 

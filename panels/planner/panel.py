@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget,
@@ -31,6 +31,7 @@ PLANNER_NAMES = ("diffusion", "idm", "pdm", "constant_velocity", "expert")
 COMPARE = ("none", "diffusion", "diffusion+guidance", "idm", "pdm", "constant_velocity", "expert")
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 EXAMPLE = "example_scenario.json"
+PREVIEW = "planner: scene preview"
 
 
 @dataclass
@@ -63,6 +64,9 @@ class PlannerPanel(MethodPanel):
         self.runner.progress.connect(lambda f, t: (self.progress.setValue(int(1000 * f)), self.progress.setFormat(t)))
         self.runner.started.connect(lambda *_: self._busy(True))
         self.runner.done.connect(lambda: self._busy(False))
+        self.source.currentIndexChanged.connect(self.preview)
+        self.seed.valueChanged.connect(self.preview)
+        self.preview()  # open on the chosen scene at t = 0 rather than an empty view
 
     # UI ---------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -370,16 +374,25 @@ class PlannerPanel(MethodPanel):
         if idx < 0:
             self.source.addItem(label, str(path))
             idx = self.source.count() - 1
-        self.source.setCurrentIndex(idx)
+        with QSignalBlocker(self.source):  # a run follows: no preview
+            self.source.setCurrentIndex(idx)
         from dataclasses import replace
 
         params = replace(params, scenario=str(path), type=None)
         self.runner.start(lambda job: _open_job(Path(path), params, job), f"planner: open {Path(path).name}")
         self.ctx.add_recent(str(path))
 
+    def preview(self, *_: Any) -> None:
+        """Draw the chosen scenario at t = 0, until the first run (a result is never replaced by
+        a preview: the controls may change while the user looks at it)."""
+        if self.loaded is not None or (self.runner.busy and self.runner.current.label != PREVIEW):
+            return
+        params = self.params()
+        self.runner.start(lambda job: _preview_job(params), PREVIEW)
+
     def run_default(self) -> bool:
-        idx = self.source.findText("embedded example")
-        self.source.setCurrentIndex(idx)
+        with QSignalBlocker(self.source):  # a run follows: no preview
+            self.source.setCurrentIndex(self.source.findText("embedded example"))
         self.planner.setCurrentText("diffusion")
         self.compare.setCurrentText("none")
         self.run_clicked()
@@ -388,6 +401,11 @@ class PlannerPanel(MethodPanel):
     def _on_result(self, result: Any) -> None:
         if isinstance(result, str):  # an export finished
             self.show_info(result)
+            return
+        if isinstance(result, Preview):
+            if self.loaded is None:
+                self.view.set_replay(result.replay, None)
+                self.summary.setText(result.replay.summary)
             return
         if not isinstance(result, Loaded):
             return
@@ -666,6 +684,20 @@ class PlannerPanel(MethodPanel):
 
 
 # Job functions (run in a worker thread) -----------------------------------------------------------
+@dataclass
+class Preview:
+    """A scene at t = 0, before any run."""
+
+    replay: Any
+
+
+def _preview_job(params) -> Preview:
+    from engines.planner.replay import preview_replay
+    from engines.planner.runner import load_scenario
+
+    return Preview(preview_replay(load_scenario(params)))
+
+
 def _loaded(episode, compare=None, note: str = "") -> Loaded:
     from engines.planner.replay import build_replay, compare_rows
 

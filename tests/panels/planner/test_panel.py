@@ -28,11 +28,13 @@ def make_panel(qtbot, panel_ctx):
     panel.resize(1300, 850)
     panel.show()
     qtbot.waitExposed(panel)
+    qtbot.waitUntil(lambda: not panel_ctx.jobs.running, timeout=60_000)  # the scene preview it opens on
     return panel
 
 
 def finish(qapp, panel, timeout: float = 240.0) -> None:
-    assert wait_until(qapp, lambda: not panel.runner.busy, timeout), "the job did not finish"
+    """Wait for the panel's job and for any job it superseded (still running, its result ignored)."""
+    assert wait_until(qapp, lambda: not panel.runner.busy and not panel.ctx.jobs.running, timeout), "the job did not finish"
 
 
 def load(panel, episode, compare=None) -> None:
@@ -202,6 +204,8 @@ def test_session_state_round_trip(qtbot, panel_ctx) -> None:
     b = make_panel(qtbot, panel_ctx)
     b.restore(state)
     assert b.state() == state
+    qtbot.waitUntil(lambda: not panel_ctx.jobs.running, timeout=60_000)  # the previews the new controls started
+    assert "merge-7 at t = 0" in b.summary.text()
 
 
 def test_replay_runs_at_30_fps_with_30_agents_and_16_samples(qapp, qtbot, panel_ctx) -> None:
@@ -217,3 +221,27 @@ def test_replay_runs_at_30_fps_with_30_agents_and_16_samples(qapp, qtbot, panel_
     fps = panel.measure_fps(90)
     print(f"replay: {fps:.1f} frames/s with {drawn} agents and 16 samples")
     assert fps >= 30.0
+
+
+def test_opens_on_the_scene_at_t0_until_the_first_run(qapp, qtbot, panel_ctx, idm_episode) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    finish(qapp, panel)
+    first = panel.source.currentText().split(": ", 1)[1]
+    assert panel.view.replay is not None and len(panel.view.replay.frames) == 1
+    assert "t = 0" in panel.summary.text() and first in panel.summary.text()
+    assert not panel.slider.isEnabled() and panel.loaded is None
+    wait_until(qapp, lambda: False, 0.2)
+    assert not is_blank(grab_image(panel.view))
+    # Another scenario or seed redraws the preview.
+    panel.source.setCurrentIndex(panel.source.findText("procedural: merge"))
+    finish(qapp, panel)
+    assert "merge-0 at t = 0" in panel.summary.text()
+    panel.seed.setValue(4)
+    finish(qapp, panel)
+    assert "merge-4 at t = 0" in panel.summary.text()
+    # Once a run is shown, changing the controls leaves it alone.
+    load(panel, idm_episode)
+    panel.seed.setValue(5)
+    finish(qapp, panel)
+    assert panel.loaded.episode is idm_episode and "CLS" in panel.summary.text()
+    assert len(panel.view.replay.frames) == idm_episode.steps + 1
