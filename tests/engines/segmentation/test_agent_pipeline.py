@@ -126,8 +126,10 @@ def test_large_clouds_are_subsampled_and_labels_carried_back(cloud) -> None:
 def test_rescoring_with_new_thresholds(cloud, result) -> None:
     loose = replace(SMALL, reward=replace(SMALL.reward, found_threshold=0.3))
     again = resegment(result, cloud, loose)
-    assert len(again.segments) >= len(result.segments)
-    assert again.trajectories == result.trajectories
+    assert again.segments and again.trajectories == result.trajectories  # no new search
+    assert all(seg.score >= 0.5 for seg in again.segments)  # found: distance <= threshold, confidence >= 0.5
+    strict = resegment(result, cloud, replace(SMALL, reward=replace(SMALL.reward, found_threshold=1e-4)))
+    assert not strict.segments and not strict.instance.any()
     with pytest.raises(Exception, match="GrabS"):
         resegment(segment(cloud, replace(SMALL, method="dbscan")), cloud, loose)
 

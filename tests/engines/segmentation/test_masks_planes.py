@@ -65,3 +65,21 @@ def test_anchors_spread_over_the_points() -> None:
     # Both clusters (table top and box) get anchors.
     assert (anchors[:, 0] > 3.4).any() and (anchors[:, 0] < 3.1).any()
     assert farthest_point_anchors(objects[:3], 10).shape[0] <= 3
+
+
+def test_final_masks_grow_through_near_surface_points_only() -> None:
+    from engines.segmentation.objectness import RewardParams, _grown
+
+    # A row of points 5 cm apart: the mask is 0-9; 10-19 lie a little off the decoded surface
+    # (within 3 x the threshold), 20-29 far from it, and 30-39 are near it but 1 m away.
+    pts = np.zeros((40, 3))
+    pts[:30, 0] = np.arange(30) * 0.05
+    pts[30:, 0] = 3.0 + np.arange(10) * 0.05
+    residual = np.full(40, 0.01)
+    residual[10:20] = 0.05
+    residual[20:30] = 0.5
+    params = RewardParams(mask_threshold=0.02, grow=3.0)
+    grown = _grown(pts, np.arange(10), residual, params, link=0.1)
+    np.testing.assert_array_equal(grown, np.arange(20))
+    off = _grown(pts, np.arange(10), residual, RewardParams(mask_threshold=0.02, grow=2.0), link=0.1)
+    np.testing.assert_array_equal(off, np.arange(10))  # 0.05 > 2 x 0.02: nothing to add
