@@ -155,7 +155,7 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
             if not opts:
                 t.steps.append(Step("stop", *t.state, t.steps[-1].distance, STEP_REWARD))
                 continue
-            name, best = min(opts, key=lambda o: distance(o[1]))
+            name, best = min(opts, key=lambda o: (distance(o[1]), o[0] != "shrink"))  # none valid yet: shrink
             sc = cache[_key(best)][1]
             t.found = sc is not None and sc.found(reward)
             t.steps.append(Step(name, *best, distance(best), FOUND_REWARD if t.found else STEP_REWARD))

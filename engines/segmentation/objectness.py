@@ -27,7 +27,7 @@ class RewardParams:
     min_mask_points: int = 100
     min_radius: float = 0.15  # the mask's horizontal radius (m)
     max_radius: float = 1.5  # GrabS: 1.1 for its categories; ours reach 1.3 (sofas) and 1.5 (beds)
-    component: float = 0.15  # keep the mask's largest connected part (link distance, m); 0 = off
+    component: float = 0.15  # keep one connected part of the mask, the one at the axis (link distance, m); 0 = off
     reject_cut: bool = True  # invalid if the masked object goes on past the cylinder's wall
     grow: float = 3.0  # final masks: add connected points within grow x mask_threshold (1 = off)
 
@@ -101,8 +101,9 @@ def _surface(prior, z, rot, grid: int, iterations: int = 2):
     return g.detach(), near
 
 
-def _largest_part(pts: np.ndarray, link: float) -> np.ndarray:
-    """Indices of the largest connected part of a point set (points closer than ``link`` are linked)."""
+def _main_part(pts: np.ndarray, link: float, axis=None, min_points: float = 0) -> np.ndarray:
+    """Indices of one connected part of a point set (points closer than ``link`` are linked): the
+    part nearest the cylinder's axis among those with ``min_points``, else the largest."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
@@ -112,7 +113,13 @@ def _largest_part(pts: np.ndarray, link: float) -> np.ndarray:
     pairs = cKDTree(pts).query_pairs(link, output_type="ndarray")
     graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(pts), len(pts)))
     _, labels = connected_components(graph, directed=False)
-    return np.flatnonzero(labels == np.bincount(labels).argmax())
+    sizes = np.bincount(labels)
+    if axis is None or not (sizes >= min_points).any():
+        return np.flatnonzero(labels == sizes.argmax())
+    d = np.hypot(pts[:, 0] - axis[0], pts[:, 1] - axis[1])
+    d[sizes[labels] < min_points] = np.inf
+    return np.flatnonzero(labels == labels[int(d.argmin())])
+
 
 
 def _grown(pts: np.ndarray, mask: np.ndarray, residual: np.ndarray, params: RewardParams, link: float) -> np.ndarray:
@@ -173,7 +180,8 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
         link = params.component * np.sqrt(len(c) / max(len(scored[i]), 1))
         link_of.append(link)
         if params.component > 0 and len(m):
-            m = m[_largest_part(c[scored[i][m]], link)]
+            need_part = params.min_mask_points * len(scored[i]) / max(len(c), 1)
+            m = m[_main_part(c[scored[i][m]], link, None if axes is None else axes[i], need_part)]
         pts = c[scored[i][m]]
         # Enough points (scaled to the share scored), a plausible footprint: GrabS's validity checks.
         need = params.min_mask_points * len(scored[i]) / max(len(c), 1)

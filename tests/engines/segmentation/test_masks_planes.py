@@ -83,3 +83,19 @@ def test_final_masks_grow_through_near_surface_points_only() -> None:
     np.testing.assert_array_equal(grown, np.arange(20))
     off = _grown(pts, np.arange(10), residual, RewardParams(mask_threshold=0.02, grow=2.0), link=0.1)
     np.testing.assert_array_equal(off, np.arange(10))  # 0.05 > 2 x 0.02: nothing to add
+
+
+def test_the_mask_part_kept_is_the_one_at_the_cylinder_axis() -> None:
+    from engines.segmentation.objectness import _main_part
+
+    def grid(lo, hi, step):
+        axes = [np.arange(a, b + 1e-9, step) for a, b in zip(lo, hi)]
+        return np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+
+    big = grid([1.0, -0.5, 0.0], [2.0, 0.5, 0.8], 0.1)  # a large object off the axis (1,089 points)
+    small = grid([-0.1, -0.1, 0.0], [0.1, 0.1, 0.5], 0.05)  # a stool at the axis (275 points)
+    pts = np.concatenate([big, small])
+    central = _main_part(pts, 0.15, axis=(0.0, 0.0), min_points=100)
+    np.testing.assert_array_equal(central, np.arange(len(big), len(pts)))
+    assert len(_main_part(pts, 0.15)) == len(big)  # no axis: the largest part
+    assert len(_main_part(pts, 0.15, axis=(0.0, 0.0), min_points=500)) == len(big)  # the stool is too small to count
