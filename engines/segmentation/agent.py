@@ -35,6 +35,7 @@ class AgentParams:
     height: float = 2.2  # cylinder height above the floor
     anchor_range: float = 2.0  # how far the cylinder may wander from its anchor
     min_crop_points: int = 50
+    refit_margin: float = 0.1  # final masks: one more crop around each found mask, this much wider (m); 0 = off
 
     def __post_init__(self) -> None:
         if not 0 < self.min_radius <= self.start_radius <= self.max_radius:

@@ -143,9 +143,35 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
         if sc.found(params.reward):
             masks.append(idxs[i][sc.mask])
             confs.append(confidence(sc.distance, params.reward))
+    if params.agent.refit_margin > 0:
+        masks, confs = _refit(prior, points, crops, masks, confs, params, rng)
     kept = deduplicate(masks, confs, params.dedup)
     instance, score, _ = labels_from_masks(n, masks, confs, kept, params.dedup.min_points)
     return instance, score, residual
+
+
+def _refit(prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: list[float], params: SegmentParams,
+           rng: np.random.Generator) -> tuple[list[np.ndarray], list[float]]:
+    """A last centring move: each found mask gets a cylinder around it (its centroid, its radius
+    plus the margin), scored again; the new mask replaces the old one where the prior finds the
+    object in that tighter crop too (the crop then holds less of the neighbours)."""
+    agent = params.agent
+    cylinders = []
+    for m in masks:
+        xy = points[m, :2]
+        centre = xy.mean(0)
+        radius = np.linalg.norm(xy - centre, axis=1).max() + agent.refit_margin
+        cylinders.append((float(centre[0]), float(centre[1]), float(np.clip(radius, agent.min_radius, agent.max_radius))))
+    idxs = [crops.indices(*c) for c in cylinders]
+    live = [k for k, idx in enumerate(idxs) if len(idx) >= agent.min_crop_points]
+    scores = score_crops(prior, [points[idxs[k]] for k in live], params.reward, rng, full=True, axes=[cylinders[k][:2] for k in live],
+                         rings=[points[crops.ring(*cylinders[k])] for k in live])
+    masks, confs = list(masks), list(confs)
+    for k, sc in zip(live, scores):
+        if sc.found(params.reward):
+            masks[k] = idxs[k][sc.mask]
+            confs[k] = confidence(sc.distance, params.reward)
+    return masks, confs
 
 
 def _dbscan(points: np.ndarray, params: DbscanParams, min_points: int) -> tuple[np.ndarray, np.ndarray]:
