@@ -48,6 +48,8 @@ def commonroad_files() -> list[Path]:
 def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict[str, Any]:
     if params.n < 1:
         raise EngineError("--n must be at least 1")
+    if params.latency_replans < 0:
+        raise EngineError("--latency-replans must be 0 (no latency figure) or more")
     known = {"diffusion", GUIDED, "idm", "pdm", "constant_velocity", "expert"}
     unknown = [p for p in params.planners if p not in known]
     if unknown:
@@ -90,7 +92,7 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
                 done += 1
                 progress(done / total, f"{sc.name} {'reactive' if reactive else 'replay'} {name}: CLS {100 * m.score:.1f}")
             done += 1
-    latency = _latency(params, model, cancel) if model is not None else {}
+    latency = _latency(params, model, cancel) if model is not None and params.latency_replans > 0 else {}
     progress(1.0, "done")
     return summarise(rows, params, latency)
 

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--planners", default="diffusion,diffusion+guidance,idm,pdm,constant_velocity",
                        help="comma-separated planners; 'diffusion+guidance' is the diffusion planner guided by collision and drivable area")
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
-    suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60)")
+    suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60; 0 skips it)")
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
     suite.add_argument("--out", type=Path, help="also write the JSON result to this file")
 

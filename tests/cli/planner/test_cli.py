@@ -84,6 +84,15 @@ def test_suite_runs_every_planner_on_the_same_scenarios(cli) -> None:
     assert {r["scenario"] for r in data["rows"] if r["planner"] == "idm"} == {r["scenario"] for r in data["rows"] if r["planner"] == "constant_velocity"}
 
 
+
+def test_suite_latency_replans_zero_skips_the_latency_figure(cli) -> None:
+    out = cli("planner", "suite", "--n", "1", "--planners", "diffusion", "--no-commonroad", "--latency-replans", "0", "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["procedural"]["diffusion"]["scenarios"] == 1 and not data.get("latency")
+    assert "--latency-replans must be 0" in one_error(cli("planner", "suite", "--n", "1", "--latency-replans", "-1"))
+
+
 def test_data_and_train_resume_and_export(cli, tmp_path: Path) -> None:
     data = tmp_path / "d.npz"
     out = cli("planner", "data", "--episodes", "1", "--out", str(data), "--json", "--quiet")
