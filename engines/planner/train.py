@@ -34,6 +34,13 @@ class TrainParams:
     save_every_s: float = 180.0
     max_steps: int | None = None  # for tests
 
+    def check(self) -> None:
+        """Impossible settings fail here, before any data is generated or loaded."""
+        if not self.minutes > 0:
+            raise EngineError("--minutes must be positive")
+        if self.batch < 1:
+            raise EngineError("--batch must be at least 1")
+
 
 def load_dataset(path: Path) -> dict[str, torch.Tensor]:
     if not Path(path).exists():
@@ -89,8 +96,7 @@ def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx
 def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
           cancel: CancelToken = NEVER_CANCELLED, model_config: ModelConfig = ModelConfig()) -> dict:
     """Train for ``params.minutes`` more minutes (resuming from ``out``); returns a summary."""
-    if params.minutes <= 0:
-        raise EngineError("--minutes must be positive")
+    params.check()
     seed_everything(params.seed)
     data = load_dataset(data_path)
     n = len(data["future"])

@@ -121,11 +121,13 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engines.planner.train import TrainParams, export_inference, train
 
     _configure()
+    params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch)
     with cli_job(args, "train ") as (progress, cancel):
+        params.check()
         data_info = None
         if not args.data.exists():
             data_info = generate_dataset(args.data, args.episodes, args.seed, progress, cancel)
-        info = train(args.data, args.out, TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch), progress, cancel)
+        info = train(args.data, args.out, params, progress, cancel)
         if args.export:
             info["export"] = export_inference(args.out, args.export)
     if data_info:

@@ -93,6 +93,13 @@ def test_suite_latency_replans_zero_skips_the_latency_figure(cli) -> None:
     assert "--latency-replans must be 0" in one_error(cli("planner", "suite", "--n", "1", "--latency-replans", "-1"))
 
 
+def test_impossible_training_settings_fail_before_any_data_is_generated(cli, tmp_path: Path) -> None:
+    data = tmp_path / "none-yet.npz"
+    assert "--minutes must be positive" in one_error(cli("planner", "train", "--minutes", "-1", "--data", str(data), "--out", str(tmp_path / "m.pt")))
+    assert "--batch must be at least 1" in one_error(cli("planner", "train", "--minutes", "1", "--batch", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
+    assert not data.exists()
+
+
 def test_data_and_train_resume_and_export(cli, tmp_path: Path) -> None:
     data = tmp_path / "d.npz"
     out = cli("planner", "data", "--episodes", "1", "--out", str(data), "--json", "--quiet")
