@@ -163,7 +163,9 @@ def test_state_round_trip(qapp, qtbot, panel_ctx, panel) -> None:
 
 
 def test_cancel_stops_a_conversion(qapp, qtbot, panel) -> None:
-    _drag(qtbot, panel.canvas, (0.3, 0.3), (0.6, 0.6))
+    # A checkerboard of 4-pixel cells: no short CSG2D program matches it, so the search runs on.
+    cells = (np.add.outer(np.arange(64) // 4, np.arange(64) // 4) % 2).astype(bool)
+    panel.canvas.set_mask(cells)
     panel.budget.setValue(100000)
     cancelled = []
     panel.runner.cancelled.connect(lambda: cancelled.append(True))
