@@ -91,6 +91,8 @@ def main_window(qapp, qtbot, jobs, settings):
     first = window.docks[METHODS[0]]
     assert wait_until(qapp, lambda: first.panel is not None and not jobs.running, 120), "the window did not settle"
     yield window
+    # Panels shown during the test start their first view (the planner's scene preview): let it land.
+    wait_until(qapp, lambda: not jobs.running, 60)
     window._close_confirmed = True
     window.close()
 
