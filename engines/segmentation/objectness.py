@@ -101,18 +101,23 @@ def _surface(prior, z, rot, grid: int, iterations: int = 2):
     return g.detach(), near
 
 
-def _main_part(pts: np.ndarray, link: float, axis=None, min_points: float = 0) -> np.ndarray:
-    """Indices of one connected part of a point set (points closer than ``link`` are linked): the
-    part nearest the cylinder's axis among those with ``min_points``, else the largest."""
+def _components(pts: np.ndarray, link: float) -> np.ndarray:
+    """Connected-part label of every point (points closer than ``link`` are linked)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
 
-    if len(pts) < 3:
-        return np.arange(len(pts))
     pairs = cKDTree(pts).query_pairs(link, output_type="ndarray")
     graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(pts), len(pts)))
-    _, labels = connected_components(graph, directed=False)
+    return connected_components(graph, directed=False)[1]
+
+
+def _main_part(pts: np.ndarray, link: float, axis=None, min_points: float = 0) -> np.ndarray:
+    """Indices of one connected part of a point set: the part nearest the cylinder's axis among
+    those with ``min_points``, else the largest."""
+    if len(pts) < 3:
+        return np.arange(len(pts))
+    labels = _components(pts, link)
     sizes = np.bincount(labels)
     if axis is None or not (sizes >= min_points).any():
         return np.flatnonzero(labels == sizes.argmax())
@@ -121,21 +126,14 @@ def _main_part(pts: np.ndarray, link: float, axis=None, min_points: float = 0) -
     return np.flatnonzero(labels == labels[int(d.argmin())])
 
 
-
 def _grown(pts: np.ndarray, mask: np.ndarray, residual: np.ndarray, params: RewardParams, link: float) -> np.ndarray:
     """Hysteresis on the final mask: add the points within ``grow`` times the mask threshold of
     either decoded surface that connect to the mask through such points (parts the prior decodes
     a little off the surface), never points far from it (a touching neighbour)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-    from scipy.spatial import cKDTree
-
     loose = np.union1d(np.flatnonzero(residual <= params.grow * params.mask_threshold), mask)
     if len(loose) == len(mask) or len(mask) == 0:
         return mask
-    pairs = cKDTree(pts[loose]).query_pairs(link, output_type="ndarray")
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(loose), len(loose)))
-    _, labels = connected_components(graph, directed=False)
+    labels = _components(pts[loose], link)
     seeds = np.unique(labels[np.searchsorted(loose, mask)])
     return loose[np.isin(labels, seeds)]
 

@@ -130,11 +130,7 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
     if not candidates:
         return np.zeros(n, np.int32), np.zeros(n, np.float32), residual
     crops = CylinderCrops(points, floor_z, params.agent.height)
-    idxs = [crops.indices(c.x, c.y, c.radius) for c in candidates]
-    live = [i for i, idx in enumerate(idxs) if len(idx) >= params.agent.min_crop_points]
-    scores = score_crops(prior, [points[idxs[i]] for i in live], params.reward, rng, full=True,
-                         axes=[(candidates[i].x, candidates[i].y) for i in live],
-                         rings=[points[crops.ring(candidates[i].x, candidates[i].y, candidates[i].radius)] for i in live])
+    idxs, live, scores = _score_cylinders(prior, points, crops, [(c.x, c.y, c.radius) for c in candidates], params, rng)
     masks, confs = [], []
     for i, sc in zip(live, scores):
         glob = idxs[i][sc.scored]
@@ -150,6 +146,17 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
     return instance, score, residual
 
 
+def _score_cylinders(prior, points: np.ndarray, crops, cylinders: list[tuple[float, float, float]], params: SegmentParams,
+                     rng: np.random.Generator) -> tuple[list[np.ndarray], list[int], list]:
+    """Every point of each cylinder (x, y, radius) scored: the crops' indices, which cylinders
+    held enough points to score, and their scores."""
+    idxs = [crops.indices(*c) for c in cylinders]
+    live = [k for k, idx in enumerate(idxs) if len(idx) >= params.agent.min_crop_points]
+    scores = score_crops(prior, [points[idxs[k]] for k in live], params.reward, rng, full=True, axes=[cylinders[k][:2] for k in live],
+                         rings=[points[crops.ring(*cylinders[k])] for k in live])
+    return idxs, live, scores
+
+
 def _refit(prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: list[float], params: SegmentParams,
            rng: np.random.Generator) -> tuple[list[np.ndarray], list[float]]:
     """A last centring move: each found mask gets a cylinder around it (its centroid, its radius
@@ -162,10 +169,7 @@ def _refit(prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: lis
         centre = xy.mean(0)
         radius = np.linalg.norm(xy - centre, axis=1).max() + agent.refit_margin
         cylinders.append((float(centre[0]), float(centre[1]), float(np.clip(radius, agent.min_radius, agent.max_radius))))
-    idxs = [crops.indices(*c) for c in cylinders]
-    live = [k for k, idx in enumerate(idxs) if len(idx) >= agent.min_crop_points]
-    scores = score_crops(prior, [points[idxs[k]] for k in live], params.reward, rng, full=True, axes=[cylinders[k][:2] for k in live],
-                         rings=[points[crops.ring(*cylinders[k])] for k in live])
+    idxs, live, scores = _score_cylinders(prior, points, crops, cylinders, params, rng)
     masks, confs = list(masks), list(confs)
     for k, sc in zip(live, scores):
         if sc.found(params.reward):
