@@ -17,6 +17,7 @@ import torch
 T = TypeVar("T")
 
 _lock = threading.Lock()
+_DONE = object()  # end of the shared queue
 _pool: ThreadPoolExecutor | None = None
 _size = 0
 
@@ -74,5 +75,3 @@ def run_items(fn: Callable[[T], None], items: Sequence[T]) -> None:
     for future in [_workers(n).submit(drain) for _ in range(min(n, len(items)))]:
         future.result()
 
-
-_DONE = object()

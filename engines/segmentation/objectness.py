@@ -177,12 +177,11 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
         # Links get longer when only a sample of the crop is scored (sparser points).
         link = params.component * np.sqrt(len(c) / max(len(scored[i]), 1))
         link_of.append(link)
+        need = params.min_mask_points * len(scored[i]) / max(len(c), 1)  # scaled to the share scored
         if params.component > 0 and len(m):
-            need_part = params.min_mask_points * len(scored[i]) / max(len(c), 1)
-            m = m[_main_part(c[scored[i][m]], link, None if axes is None else axes[i], need_part)]
+            m = m[_main_part(c[scored[i][m]], link, None if axes is None else axes[i], need)]
         pts = c[scored[i][m]]
-        # Enough points (scaled to the share scored), a plausible footprint: GrabS's validity checks.
-        need = params.min_mask_points * len(scored[i]) / max(len(c), 1)
+        # Enough points, a plausible footprint: GrabS's validity checks.
         good = len(m) >= max(8, need)
         if good:
             radius = np.linalg.norm(pts[:, :2] - pts[:, :2].mean(0), axis=1).max()
