@@ -50,10 +50,9 @@ def merge_into(acc: torch.Tensor, lse: torch.Tensor, out: torch.Tensor, part_lse
     """Fold attention over another key range into (acc, lse), in place, through the log-sum-exps.
 
     ``acc`` [..., R, D] and ``lse`` [..., R] may be views; ``lse`` starts at -inf for untouched rows.
+    The new piece's weight is sigmoid(part_lse - lse), so the merge is four ops (small merges
+    cost their dispatch, not their arithmetic).
     """
-    top = torch.maximum(lse, part_lse)
-    w_old = torch.exp(lse - top)
-    w_new = torch.exp(part_lse - top)
-    total = w_old + w_new
-    acc.mul_((w_old / total)[..., None]).addcmul_(out, (w_new / total)[..., None])
-    lse.copy_(top + torch.log(total))
+    weight = torch.sigmoid(part_lse - lse)
+    acc.lerp_(out, weight.unsqueeze(-1))
+    torch.logaddexp(lse, part_lse, out=lse)

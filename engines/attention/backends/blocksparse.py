@@ -30,6 +30,7 @@ from engines.core import EngineError
 
 from ..blocks import MASKED, PARTIAL, UNMASKED, BlockLayout, classify
 from ..cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
+from ..mask_cache import MaskCache
 from ..representation import FlashMask
 from ..workers import run_items, worker_count
 
@@ -40,6 +41,8 @@ MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOC
 LEAF_SPLIT = 2  # leaves are this many times shorter (and their key blocks narrower) than tiles
 MAX_BATCH = 16  # tiles of a diagonal band per batched call (smaller batches balance the workers)
 TASKS_PER_WORKER = 8  # below this many tasks per worker, shared-mask heads are split across workers
+
+PLANS = MaskCache()  # a mask's plan is built once (1-5 ms at N = 8192) and reused while it repeats
 
 
 @dataclass(frozen=True)
@@ -321,7 +324,8 @@ class BlockSparseAttention(torch.autograd.Function):
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask, block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> torch.Tensor:
     if q.device.type != "cpu":
         raise EngineError("the blocksparse backend runs on the CPU; use the triton backend on a GPU")
-    plan = make_plan(mask, q.shape[1], block_q, block_k, worker_count(), q.dtype)
+    heads, workers = q.shape[1], worker_count()
+    plan = PLANS.get(mask, (heads, block_q, block_k, workers, q.dtype), lambda: make_plan(mask, heads, block_q, block_k, workers, q.dtype))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return BlockSparseAttention.apply(q, k, v, plan)
     return forward(q, k, v, plan)[0]

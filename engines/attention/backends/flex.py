@@ -16,9 +16,12 @@ import torch
 from engines.core import EngineError
 
 from ..blocks import PARTIAL, UNMASKED, classify
+from ..mask_cache import MaskCache
 from ..representation import FlashMask
 
 BLOCK = 128  # FlexAttention's default (and only well-trodden) block size
+
+BLOCK_MASKS = MaskCache()  # built once per mask, as Flex's documentation recommends
 
 
 @functools.lru_cache(maxsize=1)
@@ -74,6 +77,7 @@ def _make_mask_mod(lts, lte, uts, ute, causal, offset):
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: FlashMask, bm=None) -> torch.Tensor:
     if q.device.type == "cpu" and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         raise EngineError("FlexAttention on the CPU is inference-only: use blocksparse or reference for gradients")
-    bm = block_mask(mask, q.shape[1], q.device) if bm is None else bm
+    if bm is None:
+        bm = BLOCK_MASKS.get(mask, (q.shape[1], str(q.device)), lambda: block_mask(mask, q.shape[1], q.device))
     with torch.no_grad() if q.device.type == "cpu" else contextlib.nullcontext():
         return compiled_flex()(q, k, v, block_mask=bm)
