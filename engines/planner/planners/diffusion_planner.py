@@ -133,13 +133,17 @@ class DiffusionPlanner:
     def _context(self, obs: Observation, inp: F.Inputs, nb_valid: torch.Tensor) -> GuidanceContext:
         from ..geometry import to_local
 
+        origin = np.array([obs.ego.x, obs.ego.y])
         statics = obs.static_boxes
-        static_local = to_local(statics, np.array([obs.ego.x, obs.ego.y]), obs.ego.heading) if len(statics) else np.zeros((0, 4, 2))
-        s0, _ = self.scene.route_path.project(np.array([[obs.ego.x, obs.ego.y]]))
+        s0, _ = self.scene.route_path.project(origin[None])
+        end = route_end_box(self.scene.route_path, float(s0[0]))
+        if end is not None:
+            statics = np.concatenate([statics.reshape(-1, 4, 2), end[None]])
+        static_local = to_local(statics, origin, obs.ego.heading) if len(statics) else np.zeros((0, 4, 2))
         forecast = physics_forecast(obs)
         return GuidanceContext(
             neighbor_size=torch.from_numpy(inp.neighbor_size).float(),
-            neighbor_valid=nb_valid,
+            neighbor_valid=nb_valid & ~torch.from_numpy(following(inp.neighbor_current)),
             static_boxes=torch.from_numpy(static_local).float(),
             forecast_boxes=torch.from_numpy(forecast).float(),
             sdf=self.sdf,
@@ -177,6 +181,34 @@ class DiffusionPlanner:
             rot = np.stack([c * shift[..., 0] - s * shift[..., 1], s * shift[..., 0] + c * shift[..., 1]], axis=-1)
             steps.append({"t": t, "x_t": to_world(ego_t, origin, theta), "x0": to_world(ego_0, origin, theta), "guidance": rot})
         return {"steps": steps}
+
+
+ROUTE_END_REACH = 150.0  # m: a route ending closer than this gets its end wall in the collision guidance
+
+
+def route_end_box(route, s_now: float) -> np.ndarray | None:
+    """A wall (4, 2) across the road just past the route's end, or None when the end is far.
+
+    Past the end of the route (in CommonRoad files, often the end of the mapped road) nothing is
+    drivable; the drivable-area term only pushes corners sideways and back once they are out, so
+    the planner crept past the end. A wall makes the collision term slow the plan down in time,
+    as PDM's stop at the route's end does."""
+    from ..geometry import box_corners
+
+    if route.length - s_now > ROUTE_END_REACH:
+        return None
+    xy, heading = route.interpolate(np.array([route.length - 0.5]))
+    return box_corners(xy[:, 0], xy[:, 1], heading, np.array([2.0]), np.array([12.0]))[0]
+
+
+def following(current: np.ndarray) -> np.ndarray:
+    """Neighbours (rows of ego-frame x, y, cos, sin) right behind the ego in its lane. The collision
+    term leaves them out: a car closing in from behind is its driver's to avoid, and fleeing it
+    sideways (as the guidance did on a CommonRoad log whose follower drives through the ego) leaves
+    the road."""
+    from ..vehicle import LENGTH
+
+    return (current[:, 0] < -LENGTH / 2) & (np.abs(current[:, 1]) < 1.5)
 
 
 def physics_forecast(obs: Observation, radius: float = 50.0) -> np.ndarray:

@@ -135,3 +135,39 @@ def test_shipped_checkpoint_plans_k_samples_with_and_without_guidance() -> None:
         # The plan goes forward along the lane at a plausible speed.
         travel = np.hypot(*(plan.trajectory[20, :2] - plan.trajectory[0, :2]))
         assert 0.5 * sc.scenario.ego.speed * 2.0 < travel < 1.6 * sc.scenario.ego.speed * 2.0
+
+
+def test_the_route_end_is_a_wall_across_the_road_only_when_near() -> None:
+    from engines.planner.geometry import Polyline
+    from engines.planner.planners.diffusion_planner import route_end_box
+
+    route = Polyline(np.column_stack([np.linspace(0.0, 100.0, 51), np.zeros(51)]))
+    wall = route_end_box(route, 0.0)
+    assert wall.shape == (4, 2)
+    assert wall[:, 0].min() == pytest.approx(98.5) and wall[:, 0].max() == pytest.approx(100.5)
+    assert wall[:, 1].min() == pytest.approx(-6.0) and wall[:, 1].max() == pytest.approx(6.0)
+    long_route = Polyline(np.column_stack([np.linspace(0.0, 500.0, 51), np.zeros(51)]))
+    assert route_end_box(long_route, 0.0) is None and route_end_box(long_route, 400.0) is not None
+
+
+def test_collision_guidance_leaves_out_only_the_car_right_behind_in_the_ego_lane() -> None:
+    from engines.planner.planners.diffusion_planner import following
+
+    current = np.array([[-7.0, 0.3, 1, 0], [-7.0, 3.5, 1, 0], [12.0, 0.0, 1, 0], [-1.0, 0.2, 1, 0], [0.0, 0.0, 0, 0]])
+    assert following(current).tolist() == [True, False, False, False, False]
+
+
+def test_guided_plan_stops_before_the_end_of_a_mapped_road() -> None:
+    """The CommonRoad tutorial road ends 199 m along the route: guided, the ego stops on it
+    (it used to creep past the end, 1.3 m off the map)."""
+    from engines.core import resource_path
+    from engines.planner.commonroad_import import load_commonroad
+    from engines.planner.runner import RunParams, run
+
+    path = resource_path("planner", "commonroad") / "ZAM_Tutorial-1_2_T-1.xml"
+    result = run(RunParams(scenario=str(path), planner="diffusion", guidance="collision,drivable", reactive=True))
+    metrics = result.episode.metrics
+    assert metrics.multipliers["drivable_area_compliance"] == 1.0
+    route = Scene(load_commonroad(path)).route_path
+    s_end, _ = route.project(np.array(result.episode.ego)[-1:, :2])
+    assert route.length - 6.0 < s_end[0] < route.length - 2.0  # stopped just before the end, centre a car length back
