@@ -44,7 +44,3 @@ class MaskCache:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()

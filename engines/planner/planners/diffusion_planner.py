@@ -187,7 +187,8 @@ ROUTE_END_REACH = 150.0  # m: a route ending closer than this gets its end wall 
 
 
 def route_end_box(route, s_now: float) -> np.ndarray | None:
-    """A wall (4, 2) across the road just past the route's end, or None when the end is far.
+    """A wall (4, 2) across the road over the route's last 1.5 m and 0.5 m beyond, or None when
+    the end is far.
 
     Past the end of the route (in CommonRoad files, often the end of the mapped road) nothing is
     drivable; the drivable-area term only pushes corners sideways and back once they are out, so
