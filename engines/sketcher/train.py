@@ -15,6 +15,7 @@ from typing import Any
 
 from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, ProgressFn, atomic_path, no_progress
 
+from .batch_stream import BatchStream
 from .data import Batch, DataConfig, sample_batches
 
 FORMAT = "sketcher-edit-model/1"
@@ -29,6 +30,7 @@ class TrainParams:
     batch_size: int = 32
     lr: float = 2e-3
     threads: int = 2
+    data_workers: int = 1  # batches made in a second process (see ``batch_stream``)
     save_every_s: float = 180.0
     validation_size: int = 512
     data: DataConfig = field(default_factory=DataConfig)
@@ -187,13 +189,13 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
         step, total_seconds, history = ckpt["step"], ckpt["seconds"], ckpt["history"]
     start_step = step
     seed_everything(params.seed * 1_000_003 + step)
-    rng = random.Random(params.seed * 1_000_003 + step)
+    stream = BatchStream(params.seed * 1_000_003 + step, params.batch_size, params.data, params.data_workers)
+    batches = iter(stream)
     budget = params.minutes * 60.0
     started = time.monotonic()
     last_save = started
     window: list[dict[str, float]] = []
     examples = 0
-    queue: list[Batch] = []
 
     def save(metrics: dict[str, float] | None = None) -> None:
         state = {
@@ -224,9 +226,7 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
             decay = 1.0 if frac < 0.8 else 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (frac - 0.8) / 0.2))
             for group in optimizer.param_groups:
                 group["lr"] = params.lr * warm * decay
-            if not queue:
-                queue = sample_batches(rng, 8, params.batch_size, params.data)
-            batch = queue.pop()
+            batch = next(batches)
             loss, stats = compute_loss(model, to_tensors(batch, device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -249,6 +249,8 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
     except Cancelled:
         save()
         raise
+    finally:
+        stream.close()
     progress(0.99, "validating")
     metrics = evaluate(model, validation_batches(params.validation_size, params.batch_size, params.data), device)
     metrics = {f"validation_{k}": round(v, 4) for k, v in metrics.items()}

@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     train.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     train.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    train.add_argument("--data-workers", type=int, choices=(0, 1), default=1, help="make batches in a second process (1, default) or in this one (0)")
 
     solve = add_command(group, "solve", cmd_solve, "find a program whose render matches a picture")
     solve.add_argument("--target", type=existing_file, required=True, help="image file (any size; dark ink on light, or the reverse)")
@@ -53,7 +54,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     from engines.sketcher.train import TrainParams, train
 
-    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, threads=args.threads)
+    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, threads=args.threads, data_workers=args.data_workers)
     log = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
     with cli_job(args, "train ") as (progress, cancel):
         result = train(params, progress=progress if log is None else (lambda f, t: None), cancel=cancel, log=log)
