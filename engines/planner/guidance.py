@@ -67,6 +67,17 @@ def signed_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return gap.max(-1).values
 
 
+def path_headings(ego: torch.Tensor, cs: torch.Tensor, min_step: float = 0.05) -> torch.Tensor:
+    """(cos, sin) of where each waypoint of (K, T+1, 4) plans moves from the one before, where it
+    moves at all (> ``min_step`` m), else the plan's own heading ``cs`` (K, T, 2).
+
+    The tracker follows the positions, so the car points where the path goes: guidance that moves
+    waypoints sideways without turning the plan's headings would check corners the car never has."""
+    step = (ego[:, 1:, :2] - ego[:, :-1, :2]).detach()
+    length = step.norm(dim=-1, keepdim=True)
+    return torch.where(length > min_step, step / length.clamp(min=1e-6), cs)
+
+
 def energies(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext, cfg: GuidanceConfig) -> dict[str, torch.Tensor]:
     """Per-sample energies (K,) of ego plans (K, T+1, 4) given neighbour plans (K, P, T+1, 4), metres."""
     out: dict[str, torch.Tensor] = {}
@@ -95,7 +106,7 @@ def energies(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext, c
             pen.append(torch.relu(COLLISION_MARGIN - sd).pow(2).sum(dim=(1, 2)))
         out["collision"] = sum(pen) if pen else xy.sum(dim=(1, 2)) * 0.0
     if w.get("drivable", 0) > 0 and ctx.sdf is not None:
-        corners = rect_corners(xy, cs, LENGTH, WIDTH)  # (K, T, 4, 2) ego frame
+        corners = rect_corners(xy, path_headings(ego, cs), LENGTH, WIDTH)  # (K, T, 4, 2) ego frame
         c, s = torch.cos(torch.tensor(ctx.ego_heading)), torch.sin(torch.tensor(ctx.ego_heading))
         world = torch.stack([c * corners[..., 0] - s * corners[..., 1], s * corners[..., 0] + c * corners[..., 1]], dim=-1) + ctx.ego_origin
         h, wd = ctx.sdf.shape[-2:]

@@ -8,7 +8,7 @@ import torch
 
 from engines.planner.diffusion import alpha_sigma, dpm_solver_pp, lam, t_of_lambda
 from engines.planner.features import N_AGENTS, FeatureBuilder
-from engines.planner.guidance import GuidanceConfig, GuidanceContext, energies, guide_step, rect_corners, signed_distance
+from engines.planner.guidance import GuidanceConfig, GuidanceContext, energies, guide_step, path_headings, rect_corners, signed_distance
 from engines.planner.procedural import generate
 from engines.planner.scene import Scene
 from engines.planner.simulation import Simulator
@@ -171,3 +171,24 @@ def test_guided_plan_stops_before_the_end_of_a_mapped_road() -> None:
     route = Scene(load_commonroad(path)).route_path
     s_end, _ = route.project(np.array(result.episode.ego)[-1:, :2])
     assert route.length - 6.0 < s_end[0] < route.length - 2.0  # stopped just before the end, centre a car length back
+
+
+def test_drivable_corners_point_where_the_path_goes() -> None:
+    # waypoints moving along +y (0.5 m a step) while the plan's own headings say +x; then standing still
+    ego = torch.zeros(1, 5, 4)
+    ego[0, :3, 1] = torch.tensor([0.0, 0.5, 1.0])
+    ego[0, 3:, 1] = 1.0
+    ego[0, :, 2] = 1.0  # cos 1, sin 0: heading +x
+    cs = ego[:, 1:, 2:4]
+    got = path_headings(ego, cs)
+    assert torch.allclose(got[0, :2], torch.tensor([[0.0, 1.0], [0.0, 1.0]]))
+    assert torch.allclose(got[0, 2:], torch.tensor([[1.0, 0.0], [1.0, 0.0]]))  # no motion: the plan's heading
+
+
+def test_guided_plan_stays_on_the_road_after_swerving_round_a_stopped_leader() -> None:
+    from engines.planner.runner import RunParams, run
+
+    # lead_braking-8: the ego swerves left round the braking leader and stops at an angle; with
+    # corners taken from the plan's own headings its front corner crept 0.35 m off the road
+    result = run(RunParams(type="lead_braking", seed=8, planner="diffusion", guidance="collision,drivable", reactive=True))
+    assert result.episode.metrics.multipliers["drivable_area_compliance"] == 1.0
