@@ -22,6 +22,7 @@ bench: setup
 	$(WB) sketcher bench --targets 25 --primitives 1-4 --budget 2000 --sketch 25
 	$(WB) sketcher bench --targets 15 --primitives 5-8 --budget 2000
 	$(WB) planner suite --n 104 --seed 0
+	$(WB) planner replay-fps
 	$(WB) segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation
 	$(WB) segmentation bench --scenes bench-data/segmentation
 	$(WB) topomap compare --seeds 3

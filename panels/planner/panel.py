@@ -556,6 +556,12 @@ class PlannerPanel(MethodPanel):
         self.denoise_bar.hide()
 
     # Replay speed measurement ---------------------------------------------------------------------
+    def show_episode(self, episode, max_samples: int = 16) -> None:
+        """Show an episode simulated elsewhere (the frame-rate benchmark, tests)."""
+        from engines.planner.replay import build_replay
+
+        self._on_result(Loaded(episode, build_replay(episode, max_samples=max_samples)))
+
     def measure_fps(self, frames: int = 90) -> float:
         """Frames per second of stepping the replay and repainting the view (on the UI thread)."""
         if self.loaded is None:

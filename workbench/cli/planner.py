@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     video.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
     video.add_argument("--size", default="800x600", help="frame size WIDTHxHEIGHT (default 800x600)")
 
+    fps = add_command(group, "replay-fps", cmd_replay_fps, "benchmark: frames/s of the replay panel on a dense scene (30+ agents, 16 samples)")
+    fps.add_argument("--frames", type=int, default=180, help="frames to step and repaint (default 180)")
+    fps.add_argument("--size", default="1400x900", help="window size WIDTHxHEIGHT (default 1400x900)")
+
     data = add_command(group, "data", cmd_data, "generate expert demonstrations on procedural scenarios")
     data.add_argument("--episodes", type=int, default=320, help="episodes to simulate (default 320, 40 per type)")
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
@@ -91,6 +95,36 @@ def cmd_suite(args: argparse.Namespace) -> None:
         write_json(args.out, result)
     table = result.pop("table")
     output(args, result, table)
+
+
+REPLAY_FPS_TARGET = 30.0
+
+
+def cmd_replay_fps(args: argparse.Namespace) -> None:
+    """The panel's replay speed, measured in the real window: a benchmark (machines are noisy),
+    never a test assertion."""
+    from engines.planner.runner import RunParams, run
+
+    from .main import _close_headless, _headless_window, _settle
+
+    if not 10 <= args.frames <= 100_000:
+        raise EngineError("--frames must be 10 to 100000")
+    _configure()
+    episode = run(RunParams(type="dense_traffic", seed=0, planner="pdm", reactive=True)).episode
+    app, window = _headless_window(args.size)
+    window.show_panel("planner")
+    _settle(app, window, 120.0)
+    panel = window.docks["planner"].panel
+    panel.show_episode(episode, max_samples=16)
+    agents = max(len(f.labels) for f in panel.loaded.replay.frames)
+    samples = len(episode.plans[0].samples) if episode.plans and episode.plans[0].samples is not None else 0
+    panel.measure_fps(10)  # first paints build caches
+    fps = panel.measure_fps(args.frames)
+    _close_headless(app, window)
+    met = fps >= REPLAY_FPS_TARGET
+    data = {"fps": round(fps, 1), "frames": args.frames, "agents": agents, "samples_drawn": min(samples, 16), "target_fps": REPLAY_FPS_TARGET, "met": met}
+    output(args, data, f"replay: {fps:.1f} frames/s with {agents} agents and {min(samples, 16)} samples drawn "
+                       f"(target >= {REPLAY_FPS_TARGET:.0f}: {'met' if met else 'missed'})")
 
 
 def cmd_video(args: argparse.Namespace) -> None:
