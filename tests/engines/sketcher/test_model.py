@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from engines.core import EngineError
-from engines.sketcher.data import DataConfig, make_batch, sample_batches
+from engines.sketcher.data import DataConfig, make_batch, sample_batches, sample_target
 from engines.sketcher.decode import ModelProposer
 from engines.sketcher.editpath import TrainingPair
 from engines.sketcher.edits import count_primitives, random_program
@@ -73,6 +73,15 @@ def test_batches_label_the_reverse_path() -> None:
         assert batch.pointer_ok[i, batch.pointer_target[i]]  # the labelled node is one of the right ones
         assert batch.pointer[i, n + 1] == batch.pointer_target[i]
         assert (batch.next_token[i] >= 0).sum() >= 2  # at least one token and <end>
+
+
+def test_targets_follow_the_primitive_weights() -> None:
+    rng = random.Random(5)
+    weights = (0, 1, 0, 3)  # only 2 and 4 primitives, one in four of them with 2
+    counts = [count_primitives(sample_target(rng, weights)) for _ in range(400)]
+    assert set(counts) == {2, 4}
+    assert 0.17 < counts.count(2) / len(counts) < 0.33
+    assert DataConfig(primitive_weights=weights).max_primitives == 4
 
 
 def test_training_runs_and_resumes(tmp_path: Path) -> None:
