@@ -36,12 +36,19 @@ class AgentParams:
     anchor_range: float = 2.0  # how far the cylinder may wander from its anchor
     min_crop_points: int = 50
     refit_margin: float = 0.1  # final masks: one more crop around each found mask, this much wider (m); 0 = off
+    second_round: float = 0.5  # a second search over the points no found mask holds, with this share of the anchors (0 = off)
 
     def __post_init__(self) -> None:
         if not 0 < self.min_radius <= self.start_radius <= self.max_radius:
             raise ValueError("radii must satisfy 0 < min <= start <= max")
         if self.anchors < 1 or self.max_steps < 1:
             raise ValueError("at least one anchor and one step")
+        if not 0 <= self.second_round <= 1:
+            raise ValueError("the second search's share of the anchors must be 0 to 1")
+
+    @property
+    def second_anchors(self) -> int:
+        return int(round(self.anchors * self.second_round))
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ class Candidate:
     x: float
     y: float
     radius: float
+    second: bool = False  # from the second search, over the points no first-round mask holds
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,22 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
         masks, confs = _refit(prior, points, crops, masks, confs, params, rng)
     kept = deduplicate(masks, confs, params.dedup)
     instance, score, _ = labels_from_masks(n, masks, confs, kept, params.dedup.min_points)
+    return instance, score, residual
+
+
+def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
+                  rng: np.random.Generator, first: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Add the second search's objects, found among the points the first round's masks left free."""
+    instance, score, residual = (a.copy() for a in first)
+    free = np.flatnonzero(instance == 0)
+    later = [c for c in candidates if c.second]
+    if not later or len(free) < params.dedup.min_points:
+        return instance, score, residual
+    inst2, sc2, res2 = finalize(prior, points[free], floor_z, later, params, rng)
+    found = inst2 > 0
+    instance[free[found]] = inst2[found] + instance.max()
+    score[free[found]] = sc2[found]
+    residual[free] = np.fmin(residual[free], res2)
     return instance, score, residual
 
 
@@ -238,10 +255,20 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
         prior = load_prior(Path(params.prior) if params.prior else None)
         progress(0.05, "placing anchors")
         anchors = farthest_point_anchors(obj, params.agent.anchors)
-        trajs, _ = run_agent(prior, obj, floor_z, anchors, params.agent, params.reward, rng, scaled(progress, 0.05, 0.9), cancel)
+        trajs, _ = run_agent(prior, obj, floor_z, anchors, params.agent, params.reward, rng, scaled(progress, 0.05, 0.7), cancel)
         candidates = [Candidate(i, *t.state) for i, t in enumerate(trajs)]
-        progress(0.9, "final masks")
+        progress(0.7, "final masks")
         inst, sc, res = finalize(prior, obj, floor_z, candidates, params, rng)
+        free = np.flatnonzero(inst == 0)
+        if params.agent.second_anchors and len(free) >= params.dedup.min_points:
+            # Search again among the points no found object holds, with the found ones taken out
+            # of the scene: small objects beside big ones are what the first round loses.
+            progress(0.75, "second search over the unclaimed points")
+            more = farthest_point_anchors(obj[free], params.agent.second_anchors)
+            trajs2, _ = run_agent(prior, obj[free], floor_z, more, params.agent, params.reward, rng, scaled(progress, 0.75, 0.9), cancel)
+            candidates += [Candidate(len(trajs) + i, *t.state, second=True) for i, t in enumerate(trajs2)]
+            trajs, anchors = trajs + trajs2, np.concatenate([anchors, more])
+            inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
@@ -284,7 +311,9 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     obj_idx = sub[keep]
     cancel.raise_if_cancelled()
     progress(0.4, "re-scoring the agent's cylinders")
-    inst, sc, res = finalize(prior, points[obj_idx], floor_z, list(result.candidates), params, rng)
+    first = [c for c in result.candidates if not c.second]
+    inst, sc, res = finalize(prior, points[obj_idx], floor_z, first, params, rng)
+    inst, sc, res = _second_masks(prior, points[obj_idx], floor_z, list(result.candidates), params, rng, (inst, sc, res))
     n = len(sub)
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res

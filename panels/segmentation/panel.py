@@ -310,7 +310,9 @@ class SegmentationPanel(MethodPanel):
         self.hidden = set()
         result = view.result
         self.segments.fill(segment_rows(result))
-        labels = [f"#{i}: {'found' if t.found else 'not found'} after {len(t.steps) - 1} steps" for i, t in enumerate(result.trajectories)]
+        second = {c.trajectory for c in result.candidates if c.second}
+        labels = [f"#{i}: {'found' if t.found else 'not found'} after {len(t.steps) - 1} steps{' (second search)' if i in second else ''}"
+                  for i, t in enumerate(result.trajectories)]
         self.replay.fill(labels)
         if not labels:
             self.replay.text.setText("The DBSCAN baseline has no agent." if result.method == "dbscan" else "No trajectories.")

@@ -50,7 +50,7 @@ def test_run_grabs_writes_instance_and_score(cli, scene_dir: Path, tmp_path: Pat
     proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--out", str(pred), "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary["method"] == "grabs" and summary["trajectories"] == 4
+    assert summary["method"] == "grabs" and summary["trajectories"] in (4, 6)  # 4 anchors, 2 more in the second search
     out = read_cloud(pred)
     assert out.instance.dtype == np.int32 and out.score.dtype == np.float32
 
