@@ -11,7 +11,7 @@ import pytest
 from engines.segmentation.agent import ACTIONS, AgentParams, _successors
 from engines.segmentation.example import example_cloud
 from engines.segmentation.objectness import RewardParams, score_crops
-from engines.segmentation.pipeline import DbscanParams, SegmentParams, resegment, segment
+from engines.segmentation.pipeline import Candidate, DbscanParams, SegmentParams, resegment, segment
 from engines.segmentation.pointio import PointCloud
 from engines.segmentation.prior import load_prior
 from engines.segmentation.scenes import generate_scene
@@ -131,21 +131,37 @@ def room() -> PointCloud:
     return PointCloud(scene.points, scene.colors, scene.instance)
 
 
-def test_the_second_search_only_adds_objects_among_unclaimed_points(room) -> None:
+def test_the_second_search_labels_only_points_the_first_left_free(monkeypatch) -> None:
+    from engines.segmentation import pipeline
+
+    n = 300
+    first = (np.r_[np.ones(100), np.zeros(150), np.full(50, 2)].astype(np.int32), np.r_[np.full(100, 0.8), np.zeros(150), np.full(50, 0.6)].astype(np.float32),
+             np.full(n, np.nan, np.float32))
+    points = np.random.default_rng(0).normal(size=(n, 3))
+    seen = {}
+
+    def fake_finalize(prior, pts, floor_z, candidates, params, rng):
+        seen["points"], seen["candidates"] = pts, candidates
+        inst = np.zeros(len(pts), np.int32)
+        inst[:120] = 1
+        return inst, np.where(inst > 0, 0.7, 0.0).astype(np.float32), np.zeros(len(pts), np.float32)
+
+    monkeypatch.setattr(pipeline, "finalize", fake_finalize)
+    cands = [Candidate(0, 0.0, 0.0, 1.5), Candidate(1, 1.0, 1.0, 1.5, second=True)]
+    instance, score, residual = pipeline._second_masks(None, points, 0.0, cands, SegmentParams(), np.random.default_rng(0), first)
+    assert np.array_equal(seen["points"], points[100:250]) and seen["candidates"] == cands[1:]  # only the free points, only round two
+    assert np.array_equal(instance, np.r_[np.ones(100), np.full(120, 3), np.zeros(30), np.full(50, 2)])  # new ids after the old
+    assert np.allclose(score[100:220], 0.7) and np.allclose(score[:100], 0.8) and np.isnan(residual[:100]).all()
+    assert (first[0][100:250] == 0).all(), "the first round's arrays are not modified"
+
+
+def test_segmentation_runs_a_second_search_and_keeps_it_when_rethresholded(room) -> None:
     params = SegmentParams(agent=AgentParams(anchors=12))
     assert params.agent.second_anchors == 6
-    one = segment(room, replace(params, agent=replace(params.agent, second_round=0.0)))
-    two = segment(room, params)
-    claimed = one.instance > 0
-    assert np.array_equal(two.instance[claimed], one.instance[claimed])  # the first round's objects stay as they were
-    assert sum(c.second for c in two.candidates) == 6 and not any(c.second for c in one.candidates)
-    new_ids = set(np.unique(two.instance[~claimed]).tolist()) - {0}
-    assert new_ids and not new_ids & set(np.unique(one.instance).tolist())
-    # re-thresholding keeps both rounds: the first round's masks, then more among their free points
-    base = resegment(replace(two, candidates=tuple(c for c in two.candidates if not c.second)), room, params)
-    again = resegment(two, room, params)
-    kept = base.instance > 0
-    assert np.array_equal(again.instance[kept], base.instance[kept]) and again.instance.max() >= base.instance.max()
+    result = segment(room, params)
+    assert sum(c.second for c in result.candidates) == 6 and len(result.trajectories) == len(result.candidates) == 18
+    again = resegment(result, room, params)
+    assert again.candidates == result.candidates and again.segments
 
 
 def test_rescoring_with_new_thresholds(cloud, result) -> None:
