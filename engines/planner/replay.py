@@ -46,6 +46,11 @@ class Frame:
     hot_agents: np.ndarray  # outlines of agents in a collision now
     ego_state: str  # "ok" | "ttc" | "collision"
 
+    @property
+    def sample_lines(self) -> int:
+        """How many sampled plans (besides the chosen one) this frame draws: NaN rows part them."""
+        return int(np.isnan(self.samples[:, 0]).sum()) + 1 if len(self.samples) else 0
+
 
 @dataclass
 class ReplayData:
