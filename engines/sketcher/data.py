@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engines.core import EngineError
+
 from .editpath import TrainingPair, aligned_targets, differing_nodes, training_pair
 from .edits import random_program
 from .render import render_batch
@@ -46,6 +48,20 @@ class DataConfig:
     @property
     def max_primitives(self) -> int:
         return len(self.primitive_weights)
+
+    @staticmethod
+    def parse_weights(text: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(w) for w in text.split(","))
+        except ValueError:
+            raise EngineError(f"primitive weights {text!r} must be whole numbers separated by commas, e.g. 8,7,6,5") from None
+
+    def check(self) -> None:
+        w = self.primitive_weights
+        if not 1 <= len(w) <= 12 or min(w) < 0 or sum(w) == 0:
+            raise EngineError("primitive weights need 1 to 12 non-negative numbers (for 1, 2, ... primitives), not all zero")
+        if not 0.0 <= self.sketch_fraction <= 1.0:
+            raise EngineError(f"sketch fraction {self.sketch_fraction} must be between 0 and 1")
 
 
 @dataclass

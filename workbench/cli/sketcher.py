@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     train.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     train.add_argument("--data-workers", type=int, choices=(0, 1), default=1, help="make batches in a second process (1, default) or in this one (0)")
+    train.add_argument("--primitive-weights", help="relative frequency of targets with 1, 2, ... primitives, e.g. 8,7,6,5,4,3,2,2 (the default)")
+    train.add_argument("--sketch-fraction", type=float, help="share of targets drawn in the sketch style (default 0.3)")
 
     solve = add_command(group, "solve", cmd_solve, "find a program whose render matches a picture")
     solve.add_argument("--target", type=existing_file, required=True, help="image file (any size; dark ink on light, or the reverse)")
@@ -54,7 +56,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     from engines.sketcher.train import TrainParams, train
 
-    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, threads=args.threads, data_workers=args.data_workers)
+    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, threads=args.threads, data_workers=args.data_workers, data=_data_config(args))
     log = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
     with cli_job(args, "train ") as (progress, cancel):
         result = train(params, progress=progress if log is None else (lambda f, t: None), cancel=cancel, log=log)
@@ -62,6 +64,20 @@ def cmd_train(args: argparse.Namespace) -> None:
         f"  {k}: {v}" for k, v in result.metrics.items()
     )
     output(args, result.__dict__, human)
+
+
+def _data_config(args: argparse.Namespace):
+    from dataclasses import replace
+
+    from engines.sketcher.data import DataConfig
+
+    data = DataConfig()
+    if args.primitive_weights is not None:
+        data = replace(data, primitive_weights=DataConfig.parse_weights(args.primitive_weights))
+    if args.sketch_fraction is not None:
+        data = replace(data, sketch_fraction=args.sketch_fraction)
+    data.check()
+    return data
 
 
 def _size(value: str) -> int:

@@ -81,3 +81,19 @@ def test_train_refuses_nonsense(cli, tmp_path: Path) -> None:
     junk = tmp_path / "junk.pt"
     junk.write_text("not a checkpoint")
     assert "checkpoint" in _error_line(cli("sketcher", "train", "--minutes", "1", "--out", str(junk)))
+    out = str(tmp_path / "m.pt")
+    assert "whole numbers" in _error_line(cli("sketcher", "train", "--minutes", "1", "--out", out, "--primitive-weights", "4,a"))
+    assert "not all zero" in _error_line(cli("sketcher", "train", "--minutes", "1", "--out", out, "--primitive-weights", "0,0"))
+    assert "between 0 and 1" in _error_line(cli("sketcher", "train", "--minutes", "1", "--out", out, "--sketch-fraction", "1.5"))
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_train_records_the_data_mix_it_was_given(cli, tmp_path: Path) -> None:
+    from engines.sketcher.train import load_checkpoint
+
+    out = tmp_path / "m.pt"
+    proc = cli("sketcher", "train", "--minutes", "0.02", "--out", str(out), "--batch-size", "4", "--threads", "1", "--data-workers", "0",
+               "--primitive-weights", "0,1,2", "--sketch-fraction", "0.5", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = load_checkpoint(out)["data"]
+    assert tuple(data["primitive_weights"]) == (0, 1, 2) and data["sketch_fraction"] == 0.5
