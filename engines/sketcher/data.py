@@ -56,7 +56,7 @@ class DataConfig:
         except ValueError:
             raise EngineError(f"primitive weights {text!r} must be whole numbers separated by commas, e.g. 8,7,6,5") from None
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         w = self.primitive_weights
         if not 1 <= len(w) <= 12 or min(w) < 0 or sum(w) == 0:
             raise EngineError("primitive weights need 1 to 12 non-negative numbers (for 1, 2, ... primitives), not all zero")
