@@ -16,6 +16,7 @@ from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, 
 
 from .agent import AgentParams, Trajectory, run_agent
 from .masks import DedupParams, deduplicate, labels_from_masks
+from .merging import MergeParams, merge_parts
 from .objectness import RewardParams, score_crops
 from .planes import PlaneParams, farthest_point_anchors, remove_planes
 from .pointio import PointCloud
@@ -39,6 +40,7 @@ class SegmentParams:
     agent: AgentParams = AgentParams()
     reward: RewardParams = RewardParams()
     dedup: DedupParams = DedupParams()
+    merge: MergeParams = MergeParams()
     dbscan: DbscanParams = DbscanParams()
 
     def __post_init__(self) -> None:
@@ -145,6 +147,12 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
     kept = deduplicate(masks, confs, params.dedup)
     instance, score, _ = labels_from_masks(n, masks, confs, kept, params.dedup.min_points)
     return instance, score, residual
+
+
+def _merged(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, params: SegmentParams,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Touching segments the prior takes as one object, joined (`merging.py`)."""
+    return merge_parts(prior, points, instance, score, params.merge, params.reward, rng, lambda d: confidence(d, params.reward))
 
 
 def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
@@ -269,6 +277,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             candidates += [Candidate(len(trajs) + i, *t.state, second=True) for i, t in enumerate(trajs2)]
             trajs, anchors = trajs + trajs2, np.concatenate([anchors, more])
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
+        inst, sc = _merged(prior, obj, inst, sc, params, rng)
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
@@ -314,6 +323,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     first = [c for c in result.candidates if not c.second]
     inst, sc, res = finalize(prior, points[obj_idx], floor_z, first, params, rng)
     inst, sc, res = _second_masks(prior, points[obj_idx], floor_z, list(result.candidates), params, rng, (inst, sc, res))
+    inst, sc = _merged(prior, points[obj_idx], inst, sc, params, rng)
     n = len(sub)
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res

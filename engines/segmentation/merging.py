@@ -1,0 +1,91 @@
+"""Join segments that are parts of one object, asked of the prior.
+
+The agent's cylinders sometimes stop on a piece of a large object (half a bed, one bay of a
+shelf), and the second search then finds the rest as objects of their own: pieces that touch.
+For every touching pair the prior scores each piece and their union, each as a crop of its own
+points. The union replaces the pieces when the prior takes it as one object: its mask keeps
+nearly all of the union's points, it is found, and its objectness distance is no worse than the
+worse piece's. Two touching objects fail that test (the union's mask drops one of them, or the
+prior fits the pair worse than either alone). Only the points and the prior are read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .objectness import RewardParams, score_crops
+
+
+@dataclass(frozen=True)
+class MergeParams:
+    enabled: bool = True
+    link: float = 0.1  # two segments touch where their points come this close (m)
+    contacts: int = 5  # ... at this many points of one of them
+    coverage: float = 0.85  # the union's mask must keep this share of the union's points
+
+    def __post_init__(self) -> None:
+        if self.link <= 0 or self.contacts < 1 or not 0 < self.coverage <= 1:
+            raise ValueError("merge link must be positive, contacts at least 1 and coverage in (0, 1]")
+
+
+def touching_pairs(points: np.ndarray, instance: np.ndarray, params: MergeParams) -> list[tuple[int, int]]:
+    """Pairs (a < b) of segment ids whose points touch."""
+    from scipy.spatial import cKDTree
+
+    labelled = np.flatnonzero(instance > 0)
+    if len(labelled) == 0:
+        return []
+    labels = instance[labelled]
+    tree = cKDTree(points[labelled])
+    pairs = set()
+    for k in np.unique(labels):
+        near = tree.query_ball_point(points[labelled[labels == k]], params.link)
+        hits = np.concatenate([labels[np.asarray(n, dtype=np.int64)] for n in near])
+        counts = np.bincount(hits, minlength=int(labels.max()) + 1)
+        pairs.update((int(k), int(j)) for j in np.flatnonzero(counts >= params.contacts) if j > k)
+    return sorted(pairs)
+
+
+def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, params: MergeParams, reward: RewardParams,
+                rng: np.random.Generator, confidence) -> tuple[np.ndarray, np.ndarray]:
+    """New (instance, score) with the pieces the prior takes as one object joined under the
+    smallest of their ids, ids then renumbered 1..K in order. ``confidence`` maps an objectness
+    distance to a segment score."""
+    if not params.enabled:
+        return instance, score
+    pairs = touching_pairs(points, instance, params)
+    if not pairs:
+        return instance, score
+    ids = sorted({i for p in pairs for i in p})
+    crops = [points[instance == k] for k in ids] + [points[(instance == a) | (instance == b)] for a, b in pairs]
+    scores = score_crops(prior, crops, reward, rng, full=True)
+    alone = {k: s.distance for k, s in zip(ids, scores)}
+    parent = {k: k for k in ids}
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for (a, b), s in zip(pairs, scores[len(ids):]):
+        whole = len(s.mask) >= params.coverage * len(s.scored)
+        if whole and s.found(reward) and s.distance <= max(alone[a], alone[b]):
+            parent[root(b)] = root(a)
+    groups: dict[int, list[int]] = {}
+    for k in ids:
+        groups.setdefault(root(k), []).append(k)
+    joined = [g for g in groups.values() if len(g) > 1]
+    if not joined:
+        return instance, score
+    instance, score = instance.copy(), score.copy()
+    rescored = score_crops(prior, [points[np.isin(instance, g)] for g in joined], reward, rng, full=True)
+    for g, s in zip(joined, rescored):
+        m = np.isin(instance, g)
+        instance[m] = g[0]
+        score[m] = confidence(s.distance) if s.valid else float(score[m].max())
+    lookup = np.zeros(int(instance.max()) + 1, np.int32)
+    kept = np.unique(instance[instance > 0])
+    lookup[kept] = np.arange(1, len(kept) + 1)
+    return lookup[instance], score

@@ -1,0 +1,66 @@
+"""Joining the pieces of one object, asked of the prior (and never joining two touching objects it tells apart)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engines.segmentation.merging import MergeParams, merge_parts, touching_pairs
+from engines.segmentation.objectness import RewardParams
+from engines.segmentation.pipeline import confidence
+from engines.segmentation.prior import load_prior
+from engines.segmentation.scenes import generate_scene
+
+
+def _merge(points: np.ndarray, instance: np.ndarray) -> np.ndarray:
+    reward = RewardParams()
+    merged, score = merge_parts(load_prior(), points, instance, np.full(len(points), 0.5, np.float32), MergeParams(), reward,
+                                np.random.default_rng(0), lambda d: confidence(d, reward))
+    assert merged.shape == instance.shape and score.shape == instance.shape
+    assert set(np.unique(merged[instance > 0])) == set(range(1, int(merged.max()) + 1))  # ids stay 1..K
+    assert (merged[instance == 0] == 0).all()
+    return merged
+
+
+def test_touching_pairs_are_found_by_point_contact() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.uniform([0, 0, 0], [0.5, 0.5, 0.5], (400, 3))
+    b = rng.uniform([0.52, 0, 0], [1.0, 0.5, 0.5], (400, 3))  # 2 cm from a
+    c = rng.uniform([3, 3, 0], [3.5, 3.5, 0.5], (400, 3))  # far away
+    pts = np.concatenate([a, b, c])
+    inst = np.repeat(np.array([1, 2, 3], np.int32), 400)
+    assert touching_pairs(pts, inst, MergeParams()) == [(1, 2)]
+    assert touching_pairs(pts, np.zeros(len(pts), np.int32), MergeParams()) == []
+
+
+@pytest.fixture(scope="module")
+def room():
+    return generate_scene(501)  # a sofa and a shelf that touch
+
+
+def _object(room, category: str) -> int:
+    return next(o.instance for o in room.objects if o.category == category and (room.instance == o.instance).sum() >= 300)
+
+
+def test_two_halves_of_one_object_are_joined(room) -> None:
+    sofa = room.instance == _object(room, "sofa")
+    pts = room.points[sofa].astype(np.float64)
+    xy = pts[:, :2] - pts[:, :2].mean(0)
+    along = np.linalg.svd(xy, full_matrices=False)[2][0]
+    halves = np.where(xy @ along > 0, 1, 2).astype(np.int32)
+    assert _merge(pts, halves).max() == 1
+
+
+def test_two_touching_objects_stay_apart(room) -> None:
+    sofa, shelf = _object(room, "sofa"), _object(room, "shelf")
+    assert sorted((sofa, shelf)) in [sorted(p) for p in room.touching]
+    both = np.isin(room.instance, [sofa, shelf])
+    inst = np.where(room.instance[both] == sofa, 1, 2).astype(np.int32)
+    pts = room.points[both].astype(np.float64)
+    assert touching_pairs(pts, inst, MergeParams()) == [(1, 2)]
+    assert _merge(pts, inst).max() == 2
+
+
+def test_merge_params_refuse_impossible_values() -> None:
+    for bad in ({"link": 0.0}, {"contacts": 0}, {"coverage": 1.5}):
+        with pytest.raises(ValueError):
+            MergeParams(**bad)
