@@ -84,7 +84,7 @@ def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarr
     for g, s in zip(joined, rescored):
         m = np.isin(instance, g)
         instance[m] = g[0]
-        score[m] = confidence(s.distance) if s.valid else float(score[m].max())
+        score[m] = confidence(s.distance) if s.found(reward) else float(score[m].max())
     lookup = np.zeros(int(instance.max()) + 1, np.int32)
     kept = np.unique(instance[instance > 0])
     lookup[kept] = np.arange(1, len(kept) + 1)

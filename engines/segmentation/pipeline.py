@@ -18,7 +18,7 @@ from .agent import AgentParams, Trajectory, run_agent
 from .masks import DedupParams, deduplicate, labels_from_masks
 from .merging import MergeParams, merge_parts
 from .objectness import RewardParams, score_crops
-from .planes import PlaneParams, farthest_point_anchors, remove_planes
+from .planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
 from .pointio import PointCloud
 
 METHODS: tuple[str, ...] = ("grabs", "dbscan")
@@ -279,6 +279,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
         inst, sc = _merged(prior, obj, inst, sc, params, rng)
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
+    instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
@@ -316,7 +317,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     rng = np.random.default_rng(params.seed)
     progress(0.1, "removing floor and walls")
     sub = np.arange(len(points)) if len(points) <= params.max_points else np.sort(rng.choice(len(points), params.max_points, replace=False))
-    keep, _, floor_z = remove_planes(points[sub], params.planes, params.seed)
+    keep, planes, floor_z = remove_planes(points[sub], params.planes, params.seed)
     obj_idx = sub[keep]
     cancel.raise_if_cancelled()
     progress(0.4, "re-scoring the agent's cylinders")
@@ -327,6 +328,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     n = len(sub)
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res
+    instance, score = reclaim_plane_points(points[sub], keep, planes, instance, score, params.planes)
     if len(sub) < len(points):
         instance, score, residual = _propagate(points, points[sub], instance, score, residual)
     progress(1.0, "done")

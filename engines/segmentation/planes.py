@@ -20,6 +20,9 @@ class PlaneParams:
     tilt_deg: float = 10.0  # how far from horizontal / vertical a plane may lean
     floor_band: float = 0.2  # floor: within this height of the lowest points (m)
     wall_extent: float = 1.5  # wall: at least this wide and this tall (m)
+    reclaim: float = 0.03  # a removed point this close to a segment's point rejoins it (m); 0 = off
+    reclaim_wall: float = 0.1  # ... or a wall point this close, inside the segment's footprint (m)
+    reclaim_margin: float = 0.03  # the footprint: the segment's convex hull seen from above, this much wider (m)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,54 @@ def remove_planes(points: np.ndarray, params: PlaneParams = PlaneParams(), seed:
         if kind:
             work = work[keep[work]]
     return keep, planes, floor_z
+
+
+def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plane], instance: np.ndarray, score: np.ndarray,
+                         params: PlaneParams = PlaneParams()) -> tuple[np.ndarray, np.ndarray]:
+    """Give removed plane points back to the segments they belong to.
+
+    The plane removal takes everything within its inlier distance of a floor or wall: the feet of
+    a stool, the back of a shelf against a wall. A removed point rejoins a segment when it lies
+    within ``reclaim`` of one of its points, or when it is a wall point inside the segment's
+    footprint (seen from above, within its height) connected to the segment through such points
+    at most ``reclaim_wall`` apart: behind an object the scanner sees the object, not the wall.
+    Returns new (instance, score); only removed points change.
+    """
+    import shapely
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    removed = np.flatnonzero(~keep)
+    labelled = np.flatnonzero(instance > 0)
+    if params.reclaim <= 0 or len(removed) == 0 or len(labelled) == 0:
+        return instance, score
+    instance, score = instance.copy(), score.copy()
+    d, nn = cKDTree(points[labelled]).query(points[removed], k=1, distance_upper_bound=params.reclaim)
+    near = np.isfinite(d)
+    owner = labelled[nn[near]]
+    instance[removed[near]], score[removed[near]] = instance[owner], score[owner]
+    on_wall = np.zeros(len(points), bool)
+    for plane in planes:
+        if plane.kind == "wall":
+            on_wall |= np.abs(points @ np.asarray(plane.normal) + plane.offset) <= params.distance
+    free_wall = removed[~near & on_wall[removed]]
+    for seg in np.unique(instance[labelled]):
+        members = np.flatnonzero(instance == seg)
+        low, high = points[members, 2].min() - params.reclaim_margin, points[members, 2].max() + params.reclaim_margin
+        footprint = shapely.MultiPoint(points[members, :2]).convex_hull.buffer(params.reclaim_margin)
+        free_wall = free_wall[instance[free_wall] == 0]
+        p = points[free_wall]
+        inside = free_wall[shapely.contains_xy(footprint, p[:, 0], p[:, 1]) & (p[:, 2] >= low) & (p[:, 2] <= high)]
+        if len(inside) == 0:
+            continue
+        both = np.concatenate([members, inside])
+        pairs = cKDTree(points[both]).query_pairs(params.reclaim_wall, output_type="ndarray")
+        graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(both), len(both)))
+        part = connected_components(graph, directed=False)[1]
+        joined = inside[np.isin(part[len(members):], np.unique(part[: len(members)]))]
+        instance[joined], score[joined] = seg, score[members[0]]
+    return instance, score
 
 
 def farthest_point_anchors(points: np.ndarray, k: int, voxel: float = 0.05) -> np.ndarray:

@@ -226,6 +226,7 @@ class SegmentationPanel(MethodPanel):
             agent=replace(base.agent, anchors=self.anchors.value()),
             reward=replace(base.reward, mask_threshold=t["mask_threshold"], found_threshold=t["found_threshold"]),
             dedup=replace(base.dedup, iou=t["dedup_iou"], min_points=int(t["min_points"])),
+            merge=replace(base.merge, coverage=t["merge_coverage"]),
         )
 
     # Jobs ------------------------------------------------------------------------------------

@@ -190,7 +190,7 @@ class AgentReplay(QWidget):
 
 
 class ThresholdControls(QWidget):
-    """Sliders for the reward and deduplication thresholds; changes re-score masks in the background."""
+    """Sliders for the reward, deduplication and joining thresholds; changes re-score masks in the background."""
 
     changed = Signal()
     SPECS = {  # name: (label, minimum, maximum, step, default, format)
@@ -198,6 +198,7 @@ class ThresholdControls(QWidget):
         "found_threshold": ("Found if distance <=", 0.04, 0.30, 0.005, 0.14, "{:.3f}"),
         "dedup_iou": ("Duplicate IoU >=", 0.30, 0.90, 0.05, 0.5, "{:.2f}"),
         "min_points": ("Min points", 20, 500, 10, 100, "{:.0f}"),
+        "merge_coverage": ("Join pieces if union mask keeps >=", 0.5, 1.0, 0.05, 0.85, "{:.2f}"),
     }
 
     def __init__(self, parent=None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from engines.segmentation.masks import DedupParams, deduplicate, labels_from_masks
-from engines.segmentation.planes import PlaneParams, farthest_point_anchors, remove_planes
+from engines.segmentation.planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
 
 
 def test_overlapping_masks_keep_the_better_one() -> None:
@@ -55,6 +55,34 @@ def test_floor_and_walls_go_table_tops_stay() -> None:
     assert keep[kind <= 1].mean() < 0.01, "floor and walls removed"
     assert keep[kind == 2].mean() > 0.99, "the table top is not the floor"
     assert keep[kind == 3].mean() > 0.9
+
+
+def test_removed_points_of_an_object_against_a_wall_are_given_back() -> None:
+    # An open shelf (1.0 x 0.4 x 1.0 m) on the floor with its back against the wall y = 0: its back
+    # panel and its lowest centimetres go with the planes, and must come back to its segment.
+    pts, kind = _room()
+    rng = np.random.default_rng(1)
+    front = np.column_stack([rng.uniform(1.0, 2.0, 1200), np.full(1200, 0.4), rng.uniform(0.0, 1.0, 1200)])
+    sides = np.column_stack([rng.choice([1.0, 2.0], 600), rng.uniform(0.0, 0.4, 600), rng.uniform(0.0, 1.0, 600)])
+    back = np.column_stack([rng.uniform(1.0, 2.0, 800), np.full(800, 0.005), rng.uniform(0.0, 1.0, 800)])  # seen through the open front
+    shelf = np.concatenate([front, sides, back]) + rng.normal(0, 0.003, (2600, 3))
+    wall_behind = (kind == 1) & (pts[:, 1] < 0.05) & (pts[:, 0] > 0.95) & (pts[:, 0] < 2.05) & (pts[:, 2] < 1.05)
+    pts, kind = pts[~wall_behind], kind[~wall_behind]  # the scanner sees the shelf there, not the wall
+    pts = np.concatenate([pts, shelf])
+    kind = np.concatenate([kind, np.full(len(shelf), 4)])
+    keep, planes, _ = remove_planes(pts, PlaneParams())
+    assert keep[kind == 4].mean() < 0.8, "the plane removal takes part of the shelf"
+    instance = np.where(keep & (kind == 4), 1, np.where(keep & (kind == 3), 2, 0)).astype(np.int32)
+    score = np.where(instance == 1, 0.7, np.where(instance == 2, 0.6, 0.0)).astype(np.float32)
+    new, new_score = reclaim_plane_points(pts, keep, planes, instance, score, PlaneParams())
+    assert (new[kind == 4] == 1).mean() > 0.98 and (new_score[kind == 4] == np.float32(0.7)).mean() > 0.98
+    assert (new[keep] == instance[keep]).all(), "only removed points change"
+    walls_and_floor = np.flatnonzero(kind <= 1)
+    assert (new[walls_and_floor] > 0).mean() < 0.01, "the rest of the floor and walls stay unlabelled"
+    beside = (kind == 1) & (pts[:, 1] < 0.05) & ((pts[:, 0] < 0.9) | (pts[:, 0] > 2.1))
+    assert (new[beside] == 0).all(), "wall points beside the shelf are not its"
+    off, _ = reclaim_plane_points(pts, keep, planes, instance, score, PlaneParams(reclaim=0.0))
+    assert (off == instance).all()
 
 
 def test_anchors_spread_over_the_points() -> None:
