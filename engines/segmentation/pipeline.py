@@ -279,7 +279,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
         inst, sc = _merged(prior, obj, inst, sc, params, rng)
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
-    instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
+        instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
