@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .neighbours import connected_parts
 
 SURFACE_BAND = 0.09  # grid points this close to the decoded zero level are pulled onto it
 
@@ -101,23 +102,12 @@ def _surface(prior, z, rot, grid: int, iterations: int = 2):
     return g.detach(), near
 
 
-def _components(pts: np.ndarray, link: float) -> np.ndarray:
-    """Connected-part label of every point (points closer than ``link`` are linked)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-    from scipy.spatial import cKDTree
-
-    pairs = cKDTree(pts).query_pairs(link, output_type="ndarray")
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(pts), len(pts)))
-    return connected_components(graph, directed=False)[1]
-
-
 def _main_part(pts: np.ndarray, link: float, axis=None, min_points: float = 0) -> np.ndarray:
     """Indices of one connected part of a point set: the part nearest the cylinder's axis among
     those with ``min_points``, else the largest."""
     if len(pts) < 3:
         return np.arange(len(pts))
-    labels = _components(pts, link)
+    labels = connected_parts(pts, link)
     sizes = np.bincount(labels)
     if axis is None or not (sizes >= min_points).any():
         return np.flatnonzero(labels == sizes.argmax())
@@ -133,7 +123,7 @@ def _grown(pts: np.ndarray, mask: np.ndarray, residual: np.ndarray, params: Rewa
     loose = np.union1d(np.flatnonzero(residual <= params.grow * params.mask_threshold), mask)
     if len(loose) == len(mask) or len(mask) == 0:
         return mask
-    labels = _components(pts[loose], link)
+    labels = connected_parts(pts[loose], link)
     seeds = np.unique(labels[np.searchsorted(loose, mask)])
     return loose[np.isin(labels, seeds)]
 

@@ -96,9 +96,9 @@ def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plan
     Returns new (instance, score); only removed points change.
     """
     import shapely
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
     from scipy.spatial import cKDTree
+
+    from .neighbours import connected_parts
 
     removed = np.flatnonzero(~keep)
     labelled = np.flatnonzero(instance > 0)
@@ -123,10 +123,7 @@ def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plan
         inside = free_wall[shapely.contains_xy(footprint, p[:, 0], p[:, 1]) & (p[:, 2] >= low) & (p[:, 2] <= high)]
         if len(inside) == 0:
             continue
-        both = np.concatenate([members, inside])
-        pairs = cKDTree(points[both]).query_pairs(params.reclaim_wall, output_type="ndarray")
-        graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(both), len(both)))
-        part = connected_components(graph, directed=False)[1]
+        part = connected_parts(points[np.concatenate([members, inside])], params.reclaim_wall)
         joined = inside[np.isin(part[len(members):], np.unique(part[: len(members)]))]
         instance[joined], score[joined] = seg, score[members[0]]
     return instance, score
