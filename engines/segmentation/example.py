@@ -5,7 +5,7 @@ from engines.core import resource_path
 
 from .pointio import PointCloud, read_cloud
 
-EXAMPLE_SEED = 11
+EXAMPLE_SEED = 12  # a room where GrabS scores near its benchmark mean: chairs under a table, a shelf on a wall, stools
 EXAMPLE_POINTS = 12000
 
 
