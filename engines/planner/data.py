@@ -5,7 +5,10 @@ executes (DART-style noise) so the data also shows how the expert recovers."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -121,22 +124,38 @@ def episode_list(count: int, seed: int) -> list[tuple[str, int, bool]]:
     return out
 
 
+def _episode_job(job: tuple[str, int, bool]) -> Episode:
+    return expert_episode(*job)
+
+
 def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: ProgressFn = no_progress,
-                     cancel: CancelToken = NEVER_CANCELLED) -> dict:
-    """Write an .npz of expert samples; returns counts and the wall time."""
+                     cancel: CancelToken = NEVER_CANCELLED, workers: int = 1) -> dict:
+    """Write an .npz of expert samples; returns counts and the wall time.
+
+    Episodes are independent, so ``workers`` processes simulate them side by side; results are
+    gathered in plan order, so the file is the same for any number of workers.
+    """
     if episodes < 1:
         raise EngineError("the number of episodes must be at least 1")
+    if workers < 1:
+        raise EngineError("the number of data workers must be at least 1")
     t0 = time.perf_counter()
     items: list[Inputs] = []
     futures, valids = [], []
     plan = episode_list(episodes, seed)
-    for i, (kind, scene_seed, noise) in enumerate(plan):
-        cancel.raise_if_cancelled()
-        ep = expert_episode(kind, scene_seed, noise)
-        items.extend(ep.inputs)
-        futures.append(ep.future)
-        valids.append(ep.valid)
-        progress((i + 1) / len(plan), f"episode {i + 1}/{len(plan)} ({kind}), {len(items)} samples")
+    with ExitStack() as stack:
+        if workers > 1 and len(plan) > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn")))
+            stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+            results = pool.map(_episode_job, plan)
+        else:
+            results = map(_episode_job, plan)
+        for i, ((kind, _, _), ep) in enumerate(zip(plan, results)):
+            cancel.raise_if_cancelled()
+            items.extend(ep.inputs)
+            futures.append(ep.future)
+            valids.append(ep.valid)
+            progress((i + 1) / len(plan), f"episode {i + 1}/{len(plan)} ({kind}), {len(items)} samples")
     arrays = {f: np.stack([getattr(it, f) for it in items]) for f in Inputs.FIELDS}
     for f in ("agents", "statics", "lanes", "route", "ego", "neighbor_current", "neighbor_size"):
         arrays[f] = arrays[f].astype(np.float16)

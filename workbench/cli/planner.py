@@ -49,12 +49,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.add_argument("--episodes", type=int, default=320, help="episodes to simulate (default 320, 40 per type)")
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     data.add_argument("--out", type=Path, required=True, help="output .npz")
+    data.add_argument("--workers", type=int, default=2, help="processes simulating episodes side by side (default 2; the file does not depend on it)")
 
     train = add_command(group, "train", cmd_train, "train the diffusion planner (resumes from --out when it exists)")
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
     train.add_argument("--out", type=Path, required=True, help="training checkpoint (.pt); resumed when it exists")
     train.add_argument("--data", type=Path, default=Path("planner-data.npz"), help="expert data .npz (generated first if missing)")
     train.add_argument("--episodes", type=int, default=320, help="episodes to generate when --data is missing (default 320)")
+    train.add_argument("--workers", type=int, default=2, help="processes generating missing data (default 2)")
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
     train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
@@ -146,7 +148,7 @@ def cmd_data(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
 
     with cli_job(args, "data ") as (progress, cancel):
-        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel)
+        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers)
     output(args, info, f"wrote {info['samples']} samples from {info['episodes']} episodes to {args.out} in {info['seconds']} s")
 
 
@@ -160,7 +162,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         params.check()
         data_info = None
         if not args.data.exists():
-            data_info = generate_dataset(args.data, args.episodes, args.seed, progress, cancel)
+            data_info = generate_dataset(args.data, args.episodes, args.seed, progress, cancel, workers=args.workers)
         info = train(args.data, args.out, params, progress, cancel)
         if args.export:
             info["export"] = export_inference(args.out, args.export)
