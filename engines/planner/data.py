@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -143,19 +142,18 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     items: list[Inputs] = []
     futures, valids = [], []
     plan = episode_list(episodes, seed)
-    with ExitStack() as stack:
-        if workers > 1 and len(plan) > 1:
-            pool = stack.enter_context(ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn")))
-            stack.callback(pool.shutdown, wait=True, cancel_futures=True)
-            results = pool.map(_episode_job, plan)
-        else:
-            results = map(_episode_job, plan)
+    pool = ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn")) if workers > 1 and len(plan) > 1 else None
+    try:
+        results = pool.map(_episode_job, plan) if pool else map(_episode_job, plan)
         for i, ((kind, _, _), ep) in enumerate(zip(plan, results)):
             cancel.raise_if_cancelled()
             items.extend(ep.inputs)
             futures.append(ep.future)
             valids.append(ep.valid)
             progress((i + 1) / len(plan), f"episode {i + 1}/{len(plan)} ({kind}), {len(items)} samples")
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)  # on cancel: drop the episodes not started yet
     arrays = {f: np.stack([getattr(it, f) for it in items]) for f in Inputs.FIELDS}
     for f in ("agents", "statics", "lanes", "route", "ego", "neighbor_current", "neighbor_size"):
         arrays[f] = arrays[f].astype(np.float16)
