@@ -14,12 +14,13 @@ of the fused CPU flash kernel (``cpu_flash.py``), merged exactly through their l
 
 Memory: the vectors, the plan and one piece mask per call, never N². All calls go through
 single-threaded workers fed largest first from one queue (``workers.py``) and fold their rows in
-under a lock, so a busy machine costs no OpenMP barrier per call. Backward replays the plan with
-the fused backward op, which, given the merged output and log-sum-exp, returns each piece's
-exact share of dQ, dK and dV.
+under one lock per 64 query rows (tasks on other rows fold in at the same time), so a busy
+machine costs no OpenMP barrier per call. Backward replays the plan with the fused backward op,
+which, given the merged output and log-sum-exp, returns each piece's exact share of dQ, dK and dV.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, replace
 
@@ -40,6 +41,7 @@ GROUP_LEVELS = (8, 4, 2)  # query tiles merged for shared unmasked key blocks, l
 MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOCK_Q x 2048
 LEAF_SPLIT = 2  # leaves are this many times shorter (and their key blocks narrower) than tiles
 MAX_BATCH = 16  # tiles of a diagonal band per batched call (smaller batches balance the workers)
+LOCK_ROWS = 64  # query rows per output lock (the leaf height at 128-row tiles)
 TASKS_PER_WORKER = 8  # below this many tasks per worker, shared-mask heads are split across workers
 
 PLANS = MaskCache()  # a mask's plan is built once (1-5 ms at N = 8192) and reused while it repeats
@@ -246,13 +248,15 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> tu
     """Output [B, H, N_q, D] and log-sum-exp [B, H, N_q] (-inf for rows that see no key).
 
     All tasks run in one pool pass, largest first (no barrier per level); each folds its result
-    into the output under its group's lock (the log-sum-exp merge does not care about order)."""
+    into the output under the locks of its rows (the log-sum-exp merge does not care about order)."""
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     # numpy's zeros are calloc'd pages, zeroed by the workers that first touch them: torch.zeros
     # would run an OpenMP region here whose threads then spin on the cores the workers need.
     acc = torch.from_numpy(np.zeros(q.shape, dtype=np.float32))
     lse = torch.from_numpy(np.full(q.shape[:3], -np.inf, dtype=np.float32))
-    locks = [threading.Lock() for _ in plan.groups]
+    # One lock per LOCK_ROWS query rows of a group: tasks on other rows fold in at the same time.
+    n_locks = -(-q.shape[2] // LOCK_ROWS)
+    locks = [[threading.Lock() for _ in range(n_locks)] for _ in plan.groups]
     written = [np.zeros(q.shape[2], dtype=bool) for _ in plan.groups]  # rows some task already wrote
 
     @torch.no_grad()  # workers are fresh threads: grad mode is per thread
@@ -263,9 +267,13 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Plan) -> tu
         for more_out, more_lse in parts[1:]:
             merge_into(out, part_lse, more_out, more_lse)
         height = task.r1 - task.r0
-        rows = np.concatenate([np.arange(task.r0, task.r1) + i * task.stride for i in range(task.count)]) if task.count > 1 else slice(task.r0, task.r1)
+        starts = [task.r0 + i * task.stride for i in range(task.count)]
+        rows = np.concatenate([np.arange(r, r + height) for r in starts]) if task.count > 1 else slice(task.r0, task.r1)
+        held = sorted({i for r in starts for i in range(r // LOCK_ROWS, (r + height - 1) // LOCK_ROWS + 1)})
         acc_band, lse_band = _band(acc, b, heads, task.r0, height, task), _band(lse, b, heads, task.r0, height, task)
-        with locks[task.group]:
+        with contextlib.ExitStack() as stack:
+            for i in held:  # ascending order: no two tasks wait on each other
+                stack.enter_context(locks[task.group][i])
             if written[task.group][rows].any():
                 merge_into(acc_band, lse_band, out, part_lse)
             else:  # first write to these rows: a copy
