@@ -9,6 +9,9 @@ from engines.core import EngineError
 from .common import add_command, add_group, cli_job, existing_file, output
 
 
+SHIPPED_EPISODES = 960  # expert episodes the shipped checkpoint was trained on (data and train defaults)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     group = add_group(sub, "planner", "driving-scene planner replay: diffusion planner with guidance in closed loop")
 
@@ -46,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     fps.add_argument("--size", default="1400x900", help="window size WIDTHxHEIGHT (default 1400x900)")
 
     data = add_command(group, "data", cmd_data, "generate expert demonstrations on procedural scenarios")
-    data.add_argument("--episodes", type=int, default=960, help="episodes to simulate (default 960, 120 per type: the shipped model's data)")
+    data.add_argument("--episodes", type=int, default=SHIPPED_EPISODES,
+                      help=f"episodes to simulate (default {SHIPPED_EPISODES}, {SHIPPED_EPISODES // 8} per type: the shipped model's data)")
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     data.add_argument("--out", type=Path, required=True, help="output .npz")
     data.add_argument("--workers", type=int, default=2, help="processes simulating episodes side by side (default 2; the file does not depend on it)")
@@ -55,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
     train.add_argument("--out", type=Path, required=True, help="training checkpoint (.pt); resumed when it exists")
     train.add_argument("--data", type=Path, default=Path("planner-data.npz"), help="expert data .npz (generated first if missing)")
-    train.add_argument("--episodes", type=int, default=960, help="episodes to generate when --data is missing (default 960)")
+    train.add_argument("--episodes", type=int, default=SHIPPED_EPISODES, help=f"episodes to generate when --data is missing (default {SHIPPED_EPISODES})")
     train.add_argument("--workers", type=int, default=2, help="processes generating missing data (default 2)")
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
