@@ -23,7 +23,7 @@ from .edits import Edit, count_primitives, random_program
 from .language import parse, to_text
 from .render import foreground_iou, mean_iou, render_batch
 from .similarity import looks_like_strokes, similarity
-from .vocab import CIRCLE, NUM0, Tokens
+from .vocab import CIRCLE, NUM0, QUAD, Tokens
 
 EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
 LOGPROB_WEIGHT = 1e-3
@@ -93,6 +93,17 @@ class _Node:
     parent: Tokens | None
     edit: Edit | None
     image: np.ndarray = field(repr=False)
+    look: bytes = field(repr=False)  # the packed render: equal pictures, equal looks
+
+
+def has_empty_primitive(tokens: Tokens) -> bool:
+    """Whether a primitive of zero area (radius, width or height 0) is in the program."""
+    for i, t in enumerate(tokens):
+        if t == CIRCLE and tokens[i + 1] == NUM0:
+            return True
+        if t == QUAD and NUM0 in (tokens[i + 3], tokens[i + 4]):
+            return True
+    return False
 
 
 def _describe(edit: Edit, before: Tokens) -> str:
@@ -144,7 +155,7 @@ def solve(
         for p, par, e, lp, img, s, iou in zip(programs, parents, edits, logps, images, scores, ious):
             depth = 0 if par is None else nodes[par].depth + 1
             rank = float(s) + LOGPROB_WEIGHT * lp - SIZE_PENALTY * count_primitives(p)
-            nodes[p] = _Node(p, float(s), float(iou), rank, renders, depth, par, e, img)
+            nodes[p] = _Node(p, float(s), float(iou), rank, renders, depth, par, e, img, np.packbits(img).tobytes())
 
     if params.start.strip():
         starts = [parse(params.start)]
@@ -162,11 +173,14 @@ def solve(
         ranked = sorted(nodes.values(), key=lambda x: (-x.rank, len(x.tokens)))
         # keep the beam diverse: at most ``per_shape`` programs with the same tree shape
         # (operators and primitive kinds), so one good-looking shape cannot take every slot
-        chosen, seen = [], {}
+        # and one program per picture: programs that draw the same (a parent plus an invisible
+        # part) would otherwise fill the beam with copies of one state
+        chosen, seen, looks = [], {}, set()
         for node in ranked:
             shape = tuple(t for t in node.tokens if t < NUM0)
-            if seen.get(shape, 0) < per_shape:
+            if seen.get(shape, 0) < per_shape and node.look not in looks:
                 seen[shape] = seen.get(shape, 0) + 1
+                looks.add(node.look)
                 chosen.append(node)
                 if len(chosen) == n:
                     break
@@ -189,6 +203,8 @@ def solve(
         for node, props in zip(beam, proposals):
             for prop in props:
                 child = prop.edit.apply(node.tokens)
+                if has_empty_primitive(child):
+                    continue  # draws like a smaller program: not worth a render
                 if child not in nodes and child not in fresh:
                     fresh[child] = (node.tokens, prop.edit, prop.logprob)
         chosen = list(fresh.items())[: params.budget - renders]

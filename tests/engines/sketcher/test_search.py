@@ -70,3 +70,41 @@ def test_bad_parameters_are_one_clear_error(params: SearchParams, message: str) 
 def test_empty_target_is_refused() -> None:
     with pytest.raises(EngineError, match="empty"):
         solve(np.zeros((64, 64), bool), RandomProposer(0), SearchParams())
+
+
+class _Recording:
+    """A random proposer that remembers every beam it was asked to expand."""
+
+    name = "recording"
+
+    def __init__(self, seed: int) -> None:
+        self.inner = RandomProposer(seed)
+        self.beams: list[list] = []
+
+    def propose(self, target, states, images, k):
+        self.beams.append(list(states))
+        return self.inner.propose(target, states, images, k)
+
+
+def test_the_beam_holds_one_program_per_picture_and_no_invisible_parts() -> None:
+    from engines.sketcher.render import render_batch
+    from engines.sketcher.search import has_empty_primitive
+
+    target = render(parse("(- (+ (Quad 8 8 6 3 H) (Circle 3 5 5)) (Circle 2 A A))"))
+    proposer = _Recording(4)
+    start = "(+ (Circle 3 5 5) (Quad 8 8 6 3 H))"
+    solve(target, proposer, SearchParams(budget=600, beam=8, proposals=8, style="filled", start=start))
+    assert len(proposer.beams) >= 5
+    for beam in proposer.beams:
+        images = render_batch(beam, 64).reshape(len(beam), -1)
+        assert len({img.tobytes() for img in images}) == len(beam)  # no two draw the same
+        assert not any(has_empty_primitive(p) for p in beam)  # children drawing like smaller programs are never rendered
+
+
+def test_zero_area_primitives_are_recognised() -> None:
+    from engines.sketcher.search import has_empty_primitive
+
+    assert has_empty_primitive(parse("(+ (Circle 4 8 8) (Quad 3 3 0 5 H))"))
+    assert has_empty_primitive(parse("(- (Circle 4 8 8) (Circle 0 3 3))"))
+    assert has_empty_primitive(parse("(Quad 3 3 5 0 K)"))
+    assert not has_empty_primitive(parse("(- (Circle 4 8 8) (Quad 0 0 3 3 G))"))
