@@ -165,8 +165,15 @@ def solve(
     add(starts, [None] * len(starts), [None] * len(starts), [0.0] * len(starts))
 
     def best_nodes(n: int) -> list[_Node]:
-        """The best matches (highest score, simpler first on ties): the gallery and the result."""
-        return sorted(nodes.values(), key=lambda x: (-x.score, -x.rank))[:n]
+        """The best matches (highest score, simpler first on ties), one per picture: the gallery and the result."""
+        out, looks = [], set()
+        for node in sorted(nodes.values(), key=lambda x: (-x.score, -x.rank)):
+            if node.look not in looks:
+                looks.add(node.look)
+                out.append(node)
+                if len(out) == n:
+                    break
+        return out
 
     def beam_nodes(n: int, per_shape: int) -> list[_Node]:
         """What to expand next: by rank (score, a little log-probability, minus size)."""

@@ -108,3 +108,23 @@ def test_zero_area_primitives_are_recognised() -> None:
     assert has_empty_primitive(parse("(- (Circle 4 8 8) (Circle 0 3 3))"))
     assert has_empty_primitive(parse("(Quad 3 3 5 0 K)"))
     assert not has_empty_primitive(parse("(- (Circle 4 8 8) (Quad 0 0 3 3 G))"))
+
+
+def test_the_gallery_shows_each_picture_once() -> None:
+    from engines.sketcher.decode import Proposal
+    from engines.sketcher.edits import Edit
+
+    class Invisible:
+        """Adds small discs inside the big one (same picture each time), and one that shows."""
+
+        name = "invisible"
+
+        def propose(self, target, states, images, k):
+            texts = [f"(+ (Circle 6 8 8) (Circle 1 {x} 8))" for x in "6789A"] + ["(+ (Circle 6 8 8) (Circle 2 F F))"]
+            return [[Proposal(Edit(0, parse(t)), 0.0) for t in texts] for _ in states]
+
+    target = render(parse("(Circle 6 8 8)"))
+    result = solve(target, Invisible(), SearchParams(budget=20, beam=1, style="filled", goal=1.01, start="(Circle 6 8 8)"), top=8)
+    assert result.renders == 7 and result.program == "(Circle 6 8 8)"  # the simplest of the equal pictures
+    pictures = [render(parse(c.program)).tobytes() for c in result.best]
+    assert len(pictures) == len(set(pictures)) == 2
