@@ -17,7 +17,7 @@ import torch
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
 
 from .diffusion import diffusion_loss
-from .features import EGO_DIM
+from .features import EGO_DIM, FUTURE_DT
 from .model import DiffusionPlannerNet, ModelConfig, count_parameters
 
 INPUT_KEYS = ("agents", "agents_mask", "statics", "statics_mask", "lanes", "lanes_mask", "route", "route_mask", "ego")
@@ -32,6 +32,7 @@ class TrainParams:
     ema: float = 0.995
     seed: int = 0
     save_every_s: float = 180.0
+    brake_weight: float = 1.0  # sampling weight of samples where the expert brakes hard (rare, and where crashes happen)
     max_steps: int | None = None  # for tests
 
     def check(self) -> None:
@@ -40,6 +41,8 @@ class TrainParams:
             raise EngineError("--minutes must be positive")
         if self.batch < 1:
             raise EngineError("--batch must be at least 1")
+        if not self.brake_weight > 0:
+            raise EngineError("--brake-weight must be positive")
 
 
 def load_dataset(path: Path) -> dict[str, torch.Tensor]:
@@ -82,6 +85,18 @@ def state_statistics(future: torch.Tensor, valid: torch.Tensor, per_step: bool) 
     return out
 
 
+HARD_BRAKE = 2.0  # m/s^2 within the first 2 s of the expert's plan
+
+
+def hard_braking(data: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Which samples' expert plans brake harder than ``HARD_BRAKE`` in their first 2 s."""
+    horizon = int(round(2.0 / FUTURE_DT))
+    x = data["future"][:, 0, : horizon + 2, 0]
+    speed = torch.diff(x, dim=1) / FUTURE_DT  # along the ego's heading, between waypoints
+    decel = (speed[:, :-1] - speed[:, 1:]) / FUTURE_DT
+    return (decel.amax(dim=1) > HARD_BRAKE) & data["future_valid"][:, 0, : horizon + 2].all(dim=1)
+
+
 def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor]:
     x = {k: data[k][idx] for k in INPUT_KEYS}
     fut = data["future"][idx].clone()
@@ -122,6 +137,9 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
     for p in ema.parameters():
         p.requires_grad_(False)
     gen = torch.Generator().manual_seed(params.seed + step)
+    weights = None
+    if params.brake_weight != 1.0:
+        weights = torch.where(hard_braking(data), params.brake_weight, 1.0).double()
     budget = params.minutes * 60.0
     t_start = time.perf_counter()
     last_save = t_start
@@ -139,7 +157,10 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
         if elapsed >= budget or (params.max_steps is not None and step >= params.max_steps):
             break
         cancel.raise_if_cancelled()
-        idx = torch.randint(0, n, (params.batch,), generator=gen)
+        if weights is None:
+            idx = torch.randint(0, n, (params.batch,), generator=gen)
+        else:
+            idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
         x, x0, valid = batch_targets(model, data, idx)
         valid_now = valid[:, :, 0]
         # Warm-up then a cosine decay over the planned budget of this run.
@@ -196,7 +217,7 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
         "train_seconds": seconds,
         "history": history,
         "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": Path(data_path).name, "seed": params.seed,
-                 "batch": params.batch, "lr": params.lr, "parameters": count_parameters(model)},
+                 "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight, "parameters": count_parameters(model)},
     }
     with atomic_path(out) as tmp:
         torch.save(state, tmp)

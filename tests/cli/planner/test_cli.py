@@ -97,6 +97,7 @@ def test_impossible_training_settings_fail_before_any_data_is_generated(cli, tmp
     data = tmp_path / "none-yet.npz"
     assert "--minutes must be positive" in one_error(cli("planner", "train", "--minutes", "-1", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert "--batch must be at least 1" in one_error(cli("planner", "train", "--minutes", "1", "--batch", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
+    assert "--brake-weight must be positive" in one_error(cli("planner", "train", "--minutes", "1", "--brake-weight", "-2", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert not data.exists()
 
 
