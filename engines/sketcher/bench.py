@@ -18,6 +18,7 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 
 from .edits import random_program
 from .language import parse
+from .polish import POLISH_AFTER
 from .render import foreground_iou, mean_iou, render
 from .search import SearchParams, SearchResult, solve
 from .sketch import sketch_render
@@ -38,6 +39,7 @@ class BenchParams:
     sketch_targets: int = 0
     seed: int = 2025
     checkpoint: str = ""
+    polish_after: int = POLISH_AFTER
 
     def check(self) -> None:
         lo, hi = self.primitives
@@ -88,7 +90,7 @@ def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: C
     params.check()
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
-    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="filled")
+    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="filled", polish_after=params.polish_after)
     total = len(counts) * params.targets * 2 + params.sketch_targets * 2
     done = 0
     per_count: dict[str, dict] = {}
@@ -132,7 +134,7 @@ def _sketch_bench(params: BenchParams, progress: ProgressFn, cancel: CancelToken
     lo, hi = params.primitives
     rng = random.Random(f"sketcher-bench-sketch/{params.seed}")
     programs = [bench_targets(rng.randint(lo, hi), 1, params.seed * 7919 + i)[0] for i in range(params.sketch_targets)]
-    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="sketch")
+    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="sketch", polish_after=params.polish_after)
     out: dict[str, dict] = {}
     for method in METHODS:
         ious, seconds = [], []

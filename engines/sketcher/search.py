@@ -3,8 +3,10 @@
 Each round takes the best ``beam`` programs found so far, asks the proposer for ``proposals``
 edits of each, drops programs already seen, renders the rest in one batch and scores them
 against the target (IoU for filled targets, outline match for sketches, plus a small bonus
-for the model's log-probability). The best candidates stream out after every round; the search
-stops at the goal, at the budget, or when cancelled. Parents are kept, so the edit path from the
+for the model's log-probability). When the best match has not improved for ``polish_after``
+renders, the best program's numbers are hill-climbed (``polish.py``) before the beam goes on.
+The best candidates stream out after every round; the search stops at the goal, at the budget,
+or when cancelled. Parents are kept, so the edit path from the
 start to any candidate can be replayed.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 from .decode import Proposer
 from .edits import Edit, count_primitives, random_program
 from .language import parse, to_text
+from .polish import POLISH_AFTER, numeric_edits
 from .render import foreground_iou, mean_iou, render_batch
 from .similarity import looks_like_strokes, similarity
 from .vocab import CIRCLE, NUM0, QUAD, Tokens
@@ -40,10 +43,13 @@ class SearchParams:
     start: str = ""  # a program to continue from; empty: the empty program and random ones
     seed: int = 0
     temperature: float = 1.0
+    polish_after: int = POLISH_AFTER  # renders without a better match before the best program's numbers are polished; 0: never
 
     def check(self) -> None:
         if not 1 <= self.budget <= 1_000_000:
             raise EngineError(f"budget {self.budget} is out of range: use 1 to 1000000 renderer calls")
+        if self.polish_after < 0:
+            raise EngineError("polish_after must be 0 (never) or a number of renders")
         if not 1 <= self.beam <= 256 or not 1 <= self.proposals <= 64:
             raise EngineError("beam must be 1 to 256 and proposals 1 to 64")
         if self.style not in ("auto", "filled", "sketch"):
@@ -200,10 +206,36 @@ def solve(
         if on_update is not None:
             on_update(tuple(_candidate(n) for n in best_nodes(top)), renders)
 
+    def polish(node: _Node) -> None:
+        """Hill-climb the numbers of ``node`` while a small change improves the match."""
+        while renders < params.budget and node.score < params.goal:
+            polished.add(node.tokens)
+            fresh: dict[Tokens, Edit] = {}
+            for edit in numeric_edits(node.tokens):
+                child = edit.apply(node.tokens)
+                if child not in nodes and not has_empty_primitive(child):
+                    fresh.setdefault(child, edit)
+            chosen = list(fresh.items())[: params.budget - renders]
+            add([c for c, _ in chosen], [node.tokens] * len(chosen), [e for _, e in chosen], [0.0] * len(chosen))
+            better = max((nodes[c] for c, _ in chosen), key=lambda n: n.score, default=None)
+            if better is None or better.score <= node.score:
+                return
+            node = better
+
     publish()
     stale = 0
+    polished: set[Tokens] = set()
+    best_score, gained_at = best_nodes(1)[0].score, renders
     while renders < params.budget and best_nodes(1)[0].score < params.goal:
         cancel.raise_if_cancelled()
+        best = best_nodes(1)[0]
+        if best.score > best_score:
+            best_score, gained_at = best.score, renders
+        if params.polish_after and renders - gained_at >= params.polish_after and best.tokens not in polished:
+            polish(best)
+            gained_at = renders
+            publish()
+            continue
         beam = beam_nodes(params.beam, per_shape=max(1, params.beam // 4))
         proposals = proposer.propose(target, [n.tokens for n in beam], np.stack([n.image for n in beam]), params.proposals)
         fresh: dict[Tokens, tuple[Tokens, Edit, float]] = {}
