@@ -6,8 +6,8 @@ against the target (IoU for filled targets, outline match for sketches, plus a s
 for the model's log-probability). When the best match has not improved for ``polish_after``
 renders, the best program's numbers are hill-climbed (``polish.py``) before the beam goes on.
 The best candidates stream out after every round; the search stops at the goal, at the budget,
-or when cancelled. Parents are kept, so the edit path from the
-start to any candidate can be replayed.
+or when cancelled. Parents are kept, so the edit path from the start to any candidate can be
+replayed.
 """
 from __future__ import annotations
 
