@@ -40,6 +40,7 @@ class BenchParams:
     seed: int = 2025
     checkpoint: str = ""
     polish_after: int = POLISH_AFTER
+    residual: bool = True
 
     def check(self) -> None:
         lo, hi = self.primitives
@@ -90,7 +91,7 @@ def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: C
     params.check()
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
-    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="filled", polish_after=params.polish_after)
+    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="filled", polish_after=params.polish_after, residual=params.residual)
     total = len(counts) * params.targets * 2 + params.sketch_targets * 2
     done = 0
     per_count: dict[str, dict] = {}
@@ -134,7 +135,7 @@ def _sketch_bench(params: BenchParams, progress: ProgressFn, cancel: CancelToken
     lo, hi = params.primitives
     rng = random.Random(f"sketcher-bench-sketch/{params.seed}")
     programs = [bench_targets(rng.randint(lo, hi), 1, params.seed * 7919 + i)[0] for i in range(params.sketch_targets)]
-    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="sketch", polish_after=params.polish_after)
+    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="sketch", polish_after=params.polish_after, residual=params.residual)
     out: dict[str, dict] = {}
     for method in METHODS:
         ious, seconds = [], []

@@ -4,7 +4,9 @@ Each round takes the best ``beam`` programs found so far, asks the proposer for 
 edits of each, drops programs already seen, renders the rest in one batch and scores them
 against the target (IoU for filled targets, outline match for sketches, plus a small bonus
 for the model's log-probability). When the best match has not improved for ``polish_after``
-renders, the best program's numbers are hill-climbed (``polish.py``) before the beam goes on.
+renders, the best program is hill-climbed before the beam goes on: its numbers (``polish.py``),
+then for a filled target that is already close, parts fitted to the pixels it gets wrong
+(``residual.py``).
 The best candidates stream out after every round; the search stops at the goal, at the budget,
 or when cancelled. Parents are kept, so the edit path from the start to any candidate can be
 replayed.
@@ -24,6 +26,7 @@ from .decode import Proposer
 from .edits import Edit, count_primitives, random_program
 from .language import parse, to_text
 from .polish import POLISH_AFTER, numeric_edits
+from .residual import RESIDUAL_FROM, residual_edits
 from .render import foreground_iou, mean_iou, render_batch
 from .similarity import looks_like_strokes, similarity
 from .vocab import CIRCLE, NUM0, QUAD, Tokens
@@ -44,6 +47,7 @@ class SearchParams:
     seed: int = 0
     temperature: float = 1.0
     polish_after: int = POLISH_AFTER  # renders without a better match before the best program's numbers are polished; 0: never
+    residual: bool = True  # the polish also tries parts fitted to the wrong pixels (residual.py)
 
     def check(self) -> None:
         if not 1 <= self.budget <= 1_000_000:
@@ -206,18 +210,24 @@ def solve(
         if on_update is not None:
             on_update(tuple(_candidate(n) for n in best_nodes(top)), renders)
 
+    def try_edits(node: _Node, edits: list[Edit]) -> _Node | None:
+        """Render the unseen programs ``edits`` make of ``node``; the best of them, if any."""
+        fresh: dict[Tokens, Edit] = {}
+        for edit in edits:
+            child = edit.apply(node.tokens)
+            if child not in nodes and not has_empty_primitive(child):
+                fresh.setdefault(child, edit)
+        chosen = list(fresh.items())[: params.budget - renders]
+        add([c for c, _ in chosen], [node.tokens] * len(chosen), [e for _, e in chosen], [0.0] * len(chosen))
+        return max((nodes[c] for c, _ in chosen), key=lambda n: n.score, default=None)
+
     def polish(node: _Node) -> None:
-        """Hill-climb the numbers of ``node`` while a small change improves the match."""
+        """Hill-climb ``node``: its numbers first, then (filled targets) parts fitted to its wrong pixels."""
         while renders < params.budget and node.score < params.goal:
             polished.add(node.tokens)
-            fresh: dict[Tokens, Edit] = {}
-            for edit in numeric_edits(node.tokens):
-                child = edit.apply(node.tokens)
-                if child not in nodes and not has_empty_primitive(child):
-                    fresh.setdefault(child, edit)
-            chosen = list(fresh.items())[: params.budget - renders]
-            add([c for c, _ in chosen], [node.tokens] * len(chosen), [e for _, e in chosen], [0.0] * len(chosen))
-            better = max((nodes[c] for c, _ in chosen), key=lambda n: n.score, default=None)
+            better = try_edits(node, numeric_edits(node.tokens))
+            if (better is None or better.score <= node.score) and params.residual and not sketch and node.score >= RESIDUAL_FROM:
+                better = try_edits(node, residual_edits(node.tokens, node.image, target))
             if better is None or better.score <= node.score:
                 return
             node = better

@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     solve.add_argument("--polish-after", type=int, default=POLISH_AFTER,
                        help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
+    solve.add_argument("--no-residual", dest="residual", action="store_false",
+                       help="polish numbers only, without parts fitted to the wrong pixels")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     solve.add_argument("--out", type=Path, help="also write the found program's render to this PNG")
 
@@ -50,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--sketch", type=int, default=0, help="also this many sketch-style targets (default 0)")
     bench.add_argument("--polish-after", type=int, default=POLISH_AFTER,
                        help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
+    bench.add_argument("--no-residual", dest="residual", action="store_false",
+                       help="polish numbers only, without parts fitted to the wrong pixels")
     bench.add_argument("--seed", type=int, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
@@ -104,7 +108,7 @@ def cmd_solve(args: argparse.Namespace) -> None:
     from engines.sketcher.image_input import load_target
     from engines.sketcher.search import SearchParams
 
-    params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed, polish_after=args.polish_after)
+    params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed, polish_after=args.polish_after, residual=args.residual)
     params.check()
     target = load_target(args.target)
     with cli_job(args, "solve ") as (progress, cancel):
@@ -150,7 +154,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from engines.sketcher.bench import BenchParams, run_bench, table
 
     params = BenchParams(targets=args.targets, primitives=_range(args.primitives), budget=args.budget, beam=args.beam,
-                         proposals=args.proposals, sketch_targets=args.sketch, seed=args.seed, checkpoint=str(args.checkpoint or ""), polish_after=args.polish_after)
+                         proposals=args.proposals, sketch_targets=args.sketch, seed=args.seed, checkpoint=str(args.checkpoint or ""), polish_after=args.polish_after,
+                         residual=args.residual)
     with cli_job(args, "bench ") as (progress, cancel):
         result = run_bench(params, progress, cancel)
     if args.save:

@@ -1,0 +1,51 @@
+"""Residual edits: fitted parts for the pixels a near miss gets wrong, and the search that uses them."""
+from __future__ import annotations
+
+import numpy as np
+
+from engines.sketcher.language import parse, to_text
+from engines.sketcher.render import foreground_iou, render
+from engines.sketcher.residual import fit_primitives, residual_edits
+from engines.sketcher.search import SearchParams, solve
+
+from .test_polish import _AddsFarDiscs
+
+
+def _exact(program: str, target: str) -> set[str]:
+    """The residual edits of ``program`` whose render is exactly ``target``'s."""
+    tokens, goal = parse(program), render(parse(target))
+    children = [e.apply(tokens) for e in residual_edits(tokens, render(tokens), goal)]
+    ious = foreground_iou(np.stack([render(c) for c in children]), goal)
+    return {to_text(c) for c, iou in zip(children, ious) if iou == 1.0}
+
+
+def test_fits_of_a_rendered_primitive_include_it() -> None:
+    for text in ("(Circle 3 8 8)", "(Quad 9 6 5 2 G)", "(Circle 5 4 B)"):
+        blob = render(parse(text))
+        fits = fit_primitives(blob)
+        assert fits and max(float(foreground_iou(render(f)[None], blob)[0]) for f in fits) >= 0.95, text
+
+
+def test_a_missing_part_is_united_back() -> None:
+    assert "(+ (Circle 4 5 5) (Quad A A 3 2 G))" in _exact("(Circle 4 5 5)", "(+ (Circle 4 5 5) (Quad A A 3 2 G))")
+
+
+def test_a_missing_hole_is_subtracted() -> None:
+    exact = _exact("(+ (Quad 6 8 5 5 G) (Circle 3 D 8))", "(+ (- (Quad 6 8 5 5 G) (Circle 2 6 8)) (Circle 3 D 8))")
+    assert "(+ (- (Quad 6 8 5 5 G) (Circle 2 6 8)) (Circle 3 D 8))" in exact  # under the quad
+    assert "(- (+ (Quad 6 8 5 5 G) (Circle 3 D 8)) (Circle 2 6 8))" in exact  # or at the top: the disc is clear of it
+
+
+def test_a_part_too_many_is_dropped() -> None:
+    assert "(Circle 4 5 5)" in _exact("(+ (Circle 4 5 5) (Circle 2 C C))", "(Circle 4 5 5)")
+
+
+def test_a_stalled_near_miss_missing_a_part_is_finished_only_with_residual_edits() -> None:
+    target = render(parse("(- (+ (Circle 5 7 8) (Quad D 8 2 3 G)) (Circle 2 7 8))"))
+    near = "(- (Circle 5 7 8) (Circle 2 7 8))"  # the quad on the right is missing: IoU 0.92
+    assert 0.9 <= float(foreground_iou(render(parse(near))[None], target)[0]) < 0.98
+    params = SearchParams(budget=1500, beam=4, proposals=4, style="filled", start=near, polish_after=32)
+    numbers_only = solve(target, _AddsFarDiscs(), SearchParams(**{**params.__dict__, "residual": False}))
+    assert not numbers_only.solved
+    found = solve(target, _AddsFarDiscs(), params)
+    assert found.solved and found.iou >= 0.98 and found.renders <= 1500
