@@ -6,7 +6,8 @@ against the target (IoU for filled targets, outline match for sketches, plus a s
 for the model's log-probability). When the best match has not improved for ``polish_after``
 renders, the best program is hill-climbed before the beam goes on: its numbers (``polish.py``),
 then for a filled target that is already close, parts fitted to the pixels it gets wrong
-(``residual.py``).
+(``residual.py``). A sketch match that reaches the goal is settled: number changes that match
+the strokes as well are taken while its outline moves closer to them on average.
 The best candidates stream out after every round; the search stops at the goal, at the budget,
 or when cancelled. Parents are kept, so the edit path from the start to any candidate can be
 replayed.
@@ -28,7 +29,7 @@ from .language import parse, to_text
 from .polish import POLISH_AFTER, numeric_edits
 from .residual import RESIDUAL_FROM, residual_edits
 from .render import foreground_iou, mean_iou, render_batch
-from .similarity import looks_like_strokes, similarity
+from .similarity import looks_like_strokes, outline_distance, similarity
 from .vocab import CIRCLE, NUM0, QUAD, Tokens
 
 EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
@@ -210,8 +211,8 @@ def solve(
         if on_update is not None:
             on_update(tuple(_candidate(n) for n in best_nodes(top)), renders)
 
-    def try_edits(node: _Node, edits: list[Edit]) -> _Node | None:
-        """Render the unseen programs ``edits`` make of ``node``; the best of them, if any."""
+    def try_edits(node: _Node, edits: list[Edit]) -> list[_Node]:
+        """Render the unseen programs ``edits`` make of ``node`` (within the budget)."""
         fresh: dict[Tokens, Edit] = {}
         for edit in edits:
             child = edit.apply(node.tokens)
@@ -219,18 +220,40 @@ def solve(
                 fresh.setdefault(child, edit)
         chosen = list(fresh.items())[: params.budget - renders]
         add([c for c, _ in chosen], [node.tokens] * len(chosen), [e for _, e in chosen], [0.0] * len(chosen))
-        return max((nodes[c] for c, _ in chosen), key=lambda n: n.score, default=None)
+        return [nodes[c] for c, _ in chosen]
+
+    def best_of(new: list[_Node]) -> _Node | None:
+        return max(new, key=lambda n: n.score, default=None)
 
     def polish(node: _Node) -> None:
         """Hill-climb ``node``: its numbers first, then (filled targets) parts fitted to its wrong pixels."""
         while renders < params.budget and node.score < params.goal:
             polished.add(node.tokens)
-            better = try_edits(node, numeric_edits(node.tokens))
+            better = best_of(try_edits(node, numeric_edits(node.tokens)))
             if (better is None or better.score <= node.score) and params.residual and not sketch and node.score >= RESIDUAL_FROM:
-                better = try_edits(node, residual_edits(node.tokens, node.image, target))
+                better = best_of(try_edits(node, residual_edits(node.tokens, node.image, target)))
             if better is None or better.score <= node.score:
                 return
             node = better
+
+    def settle(node: _Node) -> _Node:
+        """Climb a sketch's match by number changes that match the strokes as well and lie closer to them.
+
+        The outline match counts stroke pixels within 2 px, so once it is reached many neighbouring
+        programs tie; the one whose outline lies closest to the strokes on average is the best
+        guess at the drawn shape (sketches of 4 seeds, 400 in all: 293 solved against 288).
+        """
+        dist = float(outline_distance(node.image[None], target)[0])
+        while renders < params.budget:
+            new = [n for n in try_edits(node, numeric_edits(node.tokens)) if n.score >= node.score]
+            if not new:
+                return node
+            d = outline_distance(np.stack([n.image for n in new]), target)
+            i = int(d.argmin())
+            if d[i] >= dist - 1e-9:
+                return node
+            node, dist = new[i], float(d[i])
+        return node
 
     publish()
     stale = 0
@@ -264,6 +287,8 @@ def solve(
         publish()
 
     best = best_nodes(1)[0]
+    if sketch and params.polish_after and best.score >= params.goal:
+        best = settle(best)
     path: list[PathStep] = []
     node: _Node | None = best
     while node is not None:

@@ -63,3 +63,18 @@ def sketch_match(masks: np.ndarray, strokes: np.ndarray, tolerance: int = SKETCH
 def similarity(masks: np.ndarray, target: np.ndarray, sketch: bool) -> np.ndarray:
     """The search's score in [0, 1] for each of (N, S, S) masks."""
     return sketch_match(masks, target) if sketch else np.asarray(foreground_iou(masks, target))
+
+
+def outline_distance(masks: np.ndarray, strokes: np.ndarray) -> np.ndarray:
+    """Mean distance (px) from each render's outline to the strokes and from the strokes back to it."""
+    from scipy import ndimage
+
+    to_strokes = ndimage.distance_transform_edt(~strokes)
+    out = np.empty(len(masks))
+    for i, edges in enumerate(outline(masks)):
+        if not edges.any():
+            out[i] = np.inf
+            continue
+        to_edges = ndimage.distance_transform_edt(~edges)
+        out[i] = 0.5 * (to_strokes[edges].mean() + to_edges[strokes].mean())
+    return out

@@ -1,4 +1,4 @@
-"""Residual edits: fitted parts for the pixels a near miss gets wrong, and the search that uses them."""
+"""The search's finishers beyond numbers: residual edits for filled targets, settling for sketches."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +7,7 @@ from engines.sketcher.language import parse, to_text
 from engines.sketcher.render import foreground_iou, render
 from engines.sketcher.residual import fit_primitives, residual_edits
 from engines.sketcher.search import SearchParams, solve
+from engines.sketcher.similarity import outline, outline_distance
 
 from .test_polish import _AddsFarDiscs
 
@@ -49,3 +50,21 @@ def test_a_stalled_near_miss_missing_a_part_is_finished_only_with_residual_edits
     assert not numbers_only.solved
     found = solve(target, _AddsFarDiscs(), params)
     assert found.solved and found.iou >= 0.98 and found.renders <= 1500
+
+
+def test_outline_distance_is_zero_on_the_strokes_and_grows_with_the_offset() -> None:
+    strokes = outline(render(parse("(Quad 8 8 6 4 G)")))
+    shapes = np.stack([render(parse(p)) for p in ("(Quad 8 8 6 4 G)", "(Quad 8 8 6 5 G)", "(Quad 8 8 6 6 G)", "(Circle 0 0 0)")])
+    d = outline_distance(shapes, strokes)
+    assert d[0] == 0.0 and 0 < d[1] < d[2] and np.isinf(d[3])
+
+
+def test_a_sketch_match_at_the_goal_settles_on_the_drawn_numbers() -> None:
+    drawn = "(Quad 8 8 6 4 G)"
+    strokes = outline(render(parse(drawn)))
+    near = "(Quad 8 8 6 5 G)"  # 2 px off on two sides: within the outline match's tolerance
+    params = SearchParams(budget=600, beam=4, proposals=4, style="sketch", start=near)
+    unsettled = solve(strokes, _AddsFarDiscs(), SearchParams(**{**params.__dict__, "polish_after": 0}))
+    assert unsettled.solved and unsettled.program == near
+    settled = solve(strokes, _AddsFarDiscs(), params)
+    assert settled.solved and settled.program == drawn and settled.path[0].program == near
