@@ -6,6 +6,7 @@ Hand drawings are outlines, so a filled render can never overlap them; its outli
 from __future__ import annotations
 
 import numpy as np
+from scipy import ndimage
 
 from .render import foreground_iou
 
@@ -67,8 +68,6 @@ def similarity(masks: np.ndarray, target: np.ndarray, sketch: bool) -> np.ndarra
 
 def outline_distance(masks: np.ndarray, strokes: np.ndarray) -> np.ndarray:
     """Mean distance (px) from each render's outline to the strokes and from the strokes back to it."""
-    from scipy import ndimage
-
     to_strokes = ndimage.distance_transform_edt(~strokes)
     out = np.empty(len(masks))
     for i, edges in enumerate(outline(masks)):
