@@ -42,6 +42,11 @@ class BenchParams:
     polish_after: int = POLISH_AFTER
     residual: bool = True
 
+    def search(self, style: str) -> SearchParams:
+        """The search every target of one style gets (its seed is set per target)."""
+        return SearchParams(budget=self.budget, beam=self.beam, proposals=self.proposals, style=style,
+                            polish_after=self.polish_after, residual=self.residual)
+
     def check(self) -> None:
         lo, hi = self.primitives
         if not 1 <= lo <= hi <= 12:
@@ -91,7 +96,7 @@ def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: C
     params.check()
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
-    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="filled", polish_after=params.polish_after, residual=params.residual)
+    search = params.search("filled")
     total = len(counts) * params.targets * 2 + params.sketch_targets * 2
     done = 0
     per_count: dict[str, dict] = {}
@@ -135,7 +140,7 @@ def _sketch_bench(params: BenchParams, progress: ProgressFn, cancel: CancelToken
     lo, hi = params.primitives
     rng = random.Random(f"sketcher-bench-sketch/{params.seed}")
     programs = [bench_targets(rng.randint(lo, hi), 1, params.seed * 7919 + i)[0] for i in range(params.sketch_targets)]
-    search = SearchParams(budget=params.budget, beam=params.beam, proposals=params.proposals, style="sketch", polish_after=params.polish_after, residual=params.residual)
+    search = params.search("sketch")
     out: dict[str, dict] = {}
     for method in METHODS:
         ious, seconds = [], []
