@@ -66,11 +66,22 @@ def similarity(masks: np.ndarray, target: np.ndarray, sketch: bool) -> np.ndarra
     return sketch_match(masks, target) if sketch else np.asarray(foreground_iou(masks, target))
 
 
+def boundary(masks: np.ndarray) -> np.ndarray:
+    """The pixels on both sides of each mask's edge: its outline and the ring just outside it.
+
+    A drawn line runs along the true edge, which lies between a mask's outermost pixels and the
+    ones beyond; the outline alone sits half a pixel inside it and so favours larger shapes.
+    """
+    padded = np.pad(masks, [(0, 0)] * (masks.ndim - 2) + [(1, 1), (1, 1)])
+    grown = masks | padded[..., :-2, 1:-1] | padded[..., 2:, 1:-1] | padded[..., 1:-1, :-2] | padded[..., 1:-1, 2:]
+    return outline(masks) | (grown & ~masks)
+
+
 def outline_distance(masks: np.ndarray, strokes: np.ndarray) -> np.ndarray:
-    """Mean distance (px) from each render's outline to the strokes and from the strokes back to it."""
+    """Mean distance (px) from each render's edge (``boundary``) to the strokes and back."""
     to_strokes = ndimage.distance_transform_edt(~strokes)
     out = np.empty(len(masks))
-    for i, edges in enumerate(outline(masks)):
+    for i, edges in enumerate(boundary(masks)):
         if not edges.any():
             out[i] = np.inf
             continue

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from scipy import ndimage
 
 from engines.sketcher.language import parse, to_text
 from engines.sketcher.render import foreground_iou, render
 from engines.sketcher.residual import fit_primitives, residual_edits
 from engines.sketcher.search import SearchParams, solve
-from engines.sketcher.similarity import outline, outline_distance
+from engines.sketcher.sketch import SketchStyle, sketch_render
+from engines.sketcher.similarity import boundary, outline, outline_distance
 
 from .test_polish import _AddsFarDiscs
 
@@ -53,10 +56,32 @@ def test_a_stalled_near_miss_missing_a_part_is_finished_only_with_residual_edits
 
 
 def test_outline_distance_is_zero_on_the_strokes_and_grows_with_the_offset() -> None:
-    strokes = outline(render(parse("(Quad 8 8 6 4 G)")))
+    strokes = boundary(render(parse("(Quad 8 8 6 4 G)")))
     shapes = np.stack([render(parse(p)) for p in ("(Quad 8 8 6 4 G)", "(Quad 8 8 6 5 G)", "(Quad 8 8 6 6 G)", "(Circle 0 0 0)")])
     d = outline_distance(shapes, strokes)
     assert d[0] == 0.0 and 0 < d[1] < d[2] and np.isinf(d[3])
+
+
+@pytest.mark.parametrize("drawn, smaller, larger", [
+    ("(Quad 6 7 1 6 G)", "(Quad 6 7 1 5 G)", "(Quad 6 7 1 7 G)"),
+    ("(Quad 8 8 6 4 G)", "(Quad 8 8 5 4 G)", "(Quad 8 8 7 4 G)"),
+    ("(Circle 3 8 8)", "(Circle 2 8 8)", "(Circle 4 8 8)"),
+])
+def test_a_steady_hand_draws_on_the_boundary_and_the_drawn_size_lies_closest(drawn: str, smaller: str, larger: str) -> None:
+    steady = SketchStyle(centre_jitter=0, size_jitter=0, angle_jitter_deg=0, wobble=(0, 0), gap_chance=0, stroke_px=(1.0, 1.0))
+    strokes = sketch_render(parse(drawn), np.random.default_rng(0), style=steady)
+    d = outline_distance(np.stack([render(parse(p)) for p in (drawn, smaller, larger)]), strokes)
+    assert d[0] < 0.2 and d[0] < d[1] and d[0] < d[2]
+    # the render's own outline lies half a pixel inside the drawn line
+    assert d[0] < outline_distance_inner(render(parse(drawn)), strokes)
+
+
+def outline_distance_inner(mask: np.ndarray, strokes: np.ndarray) -> float:
+    """The same measure on the outline alone (what the search used before ``boundary``)."""
+    edges = outline(mask[None])[0]
+    to_strokes = ndimage.distance_transform_edt(~strokes)
+    to_edges = ndimage.distance_transform_edt(~edges)
+    return 0.5 * float(to_strokes[edges].mean() + to_edges[strokes].mean())
 
 
 def test_a_sketch_match_at_the_goal_settles_on_the_drawn_numbers() -> None:
