@@ -25,6 +25,7 @@ class IDMParams:
     b_comf: float = 2.0
     exponent: float = 4.0
     max_brake: float = 8.0
+    stopped_gap: float = 0.0  # extra gap behind a standing leader, fading out by 2 m/s (the expert's)
 
 
 IDM = IDMParams()

@@ -208,9 +208,10 @@ def idm_profile(
             vl = np.zeros(n)
         stop_gap = s_stop - nose
         use_stop = stop_gap < gap
+        standing = np.where(use_stop, 0.0, p.stopped_gap * np.clip(1.0 - vl / 2.0, 0.0, 1.0))
         gap = np.where(use_stop, stop_gap, gap)
         vl = np.where(use_stop, 0.0, vl)
-        s_star = p.min_gap + np.maximum(0.0, v * p.headway + v * (v - vl) / sq)
+        s_star = p.min_gap + standing + np.maximum(0.0, v * p.headway + v * (v - vl) / sq)
         inter = (s_star / np.maximum(gap, 0.1)) ** 2
         a = np.clip(p.a_max * (1.0 - (v / vt) ** p.exponent - inter), -p.max_brake, p.a_max)
         v_new = np.maximum(0.0, v + a * dt)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..agents import IDMParams
 from ..geometry import box_corners, boxes_overlap, wrap_angle
 from ..scene import Scene
 from ..vehicle import LENGTH, WIDTH
@@ -69,6 +70,11 @@ class IDMPlanner:
         return Plan(traj)
 
 
+# The expert stops 2.5 m behind a standing car (1 m behind moving ones): with the 1 m gap its
+# students, which undershoot stops a little, crept into standing leaders.
+EXPERT_IDM = IDMParams(stopped_gap=1.5)
+
+
 class ExpertPlanner:
     """The demonstrator: IDM along the route with constant-velocity forecasts (so it yields to
     crossing traffic and cut-ins), curve speed, and lane changes to pass slow or stopped traffic
@@ -124,7 +130,7 @@ class ExpertPlanner:
         for i, (sl, vl) in enumerate(leads):
             s_lead[i, : len(vl)] = sl
             v_lead[i, : len(vl)] = vl
-        profiles, _ = idm_profile(frame.s0, e.speed, np.full(len(candidates), v_target), s_lead, v_lead, EXPERT_STEPS, s_stop=stop)
+        profiles, _ = idm_profile(frame.s0, e.speed, np.full(len(candidates), v_target), s_lead, v_lead, EXPERT_STEPS, s_stop=stop, p=EXPERT_IDM)
         results = dict(zip(candidates, profiles))
         gain = {c: results[c][-1] - results[self.target][-1] for c in candidates}
         now = obs.time
