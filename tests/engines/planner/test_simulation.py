@@ -116,3 +116,24 @@ def test_rerun_from_a_frame_keeps_the_past_and_applies_edits() -> None:
     assert len(cut.agents) == len(base.scenario.agents) + 1 and cut.agents[-1].start_step == frame
     with_cut = rerun(base, frame, RunParams(planner="idm"), scenario=cut)
     assert with_cut.valid[frame + 1, -1] and not with_cut.valid[frame - 1, -1]
+
+
+@pytest.mark.parametrize("leader_speed, extra", [(0.0, (1.2, 1.5)), (1.0, (0.65, 0.85)), (3.0, (0.0, 0.0))])
+def test_the_expert_keeps_a_larger_gap_only_behind_a_standing_leader(leader_speed: float, extra: tuple[float, float]) -> None:
+    from engines.planner.agents import IDM
+    from engines.planner.planners.corridor import idm_profile
+    from engines.planner.planners.rules import EXPERT_IDM
+    from engines.planner.vehicle import LENGTH
+
+    steps = 400
+    rear = 60.0 + leader_speed * PLAN_DT * np.arange(steps + 1)  # the leader's rear, along the path
+    gaps = {}
+    for name, p in (("idm", IDM), ("expert", EXPERT_IDM)):
+        s, v = idm_profile(0.0, 10.0, np.array([15.0]), rear[None], np.array([leader_speed]), steps, p=p)
+        gaps[name] = rear[-1] - (s[0, -1] + LENGTH / 2)
+        if leader_speed == 0.0:
+            assert v[0, -1] < 0.05  # stopped behind it
+    # 1.5 m x (1 - speed / 2 m/s) more; braking from 10 m/s it comes to rest a little short of it
+    assert extra[0] - 1e-6 <= gaps["expert"] - gaps["idm"] <= extra[1] + 1e-6
+    if leader_speed == 0.0:
+        assert gaps["idm"] == pytest.approx(IDM.min_gap, abs=0.15)
