@@ -31,10 +31,16 @@ def dilate(masks: np.ndarray, radius: int) -> np.ndarray:
     return _shift_or(_shift_or(masks, radius, -1), radius, -2)
 
 
+def _four_neighbours(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each pixel's upper, lower, left and right neighbour; beyond the canvas edge is False."""
+    padded = np.pad(masks, [(0, 0)] * (masks.ndim - 2) + [(1, 1), (1, 1)])
+    return padded[..., :-2, 1:-1], padded[..., 2:, 1:-1], padded[..., 1:-1, :-2], padded[..., 1:-1, 2:]
+
+
 def erode(masks: np.ndarray) -> np.ndarray:
     """4-neighbour erosion; the canvas edge counts as outside."""
-    padded = np.pad(masks, [(0, 0)] * (masks.ndim - 2) + [(1, 1), (1, 1)])
-    return masks & padded[..., :-2, 1:-1] & padded[..., 2:, 1:-1] & padded[..., 1:-1, :-2] & padded[..., 1:-1, 2:]
+    up, down, left, right = _four_neighbours(masks)
+    return masks & up & down & left & right
 
 
 def outline(masks: np.ndarray) -> np.ndarray:
@@ -72,9 +78,8 @@ def boundary(masks: np.ndarray) -> np.ndarray:
     A drawn line runs along the true edge, which lies between a mask's outermost pixels and the
     ones beyond; the outline alone sits half a pixel inside it and so favours larger shapes.
     """
-    padded = np.pad(masks, [(0, 0)] * (masks.ndim - 2) + [(1, 1), (1, 1)])
-    grown = masks | padded[..., :-2, 1:-1] | padded[..., 2:, 1:-1] | padded[..., 1:-1, :-2] | padded[..., 1:-1, 2:]
-    return outline(masks) | (grown & ~masks)
+    up, down, left, right = _four_neighbours(masks)
+    return outline(masks) | (~masks & (up | down | left | right))
 
 
 def outline_distance(masks: np.ndarray, strokes: np.ndarray) -> np.ndarray:
