@@ -95,7 +95,8 @@ def forecast_obstacles(obs: Observation, horizon: float, step: float = 0.5, radi
 
 
 def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float, float], reach: float, forecast: bool,
-                    ego_speed: float = 0.0, proj: Projection | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    ego_speed: float = 0.0, proj: Projection | None = None,
+                    ego_s: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Leading-obstacle arc length per fine step and its along-path speed.
 
     forecast=False (IDM planner): only the present occupancy counts, moved along the path at the
@@ -105,6 +106,8 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
     ``d_band``: the lateral offsets the ego sweeps (now and target); the corridor is that band
     widened by half the ego's width plus 0.3 m. Returns s_lead (M, Tf) and v_lead (M,) for
     Tf = horizon / PLAN_DT + 1 fine steps. ``proj``: the obstacles' corners already projected.
+    ``ego_s``: the ego's planned arc length per fine step; given, an obstacle that would enter the
+    corridor beside the ego on that plan blocks its entry point until it is in (gap acceptance).
     """
     half = WIDTH / 2 + 0.3
     d_lo, d_hi = min(d_band) - half, max(d_band) + half
@@ -121,6 +124,7 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
         v_along = np.maximum(0.0, obstacles.speed * np.cos(wrap_angle(obstacles.heading - path_h)))
         return s_now[:, None] + v_along[:, None] * tf[None], v_along
     s_all = corridor_hits(proj, d_lo, d_hi)  # (M, Tc)
+    s_front = np.where(np.isfinite(s_all), proj[0].max(-1), -np.inf)
     # Does the obstacle move along the path where it occupies it, or across it?
     h_at = frame.path.heading_at(np.clip(np.where(np.isfinite(s_all), s_all, frame.s0), 0, frame.path.length))
     cos_rel = np.cos(wrap_angle(obstacles.heading[:, None] - h_at))
@@ -139,6 +143,13 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
             s_f = np.where(tf > t_out, s_f + v_k * (tf - t_out), s_f)
             out[k] = np.where(tf >= t_in - 0.5, s_f, np.inf)
             v_out[k] = v_k
+            i_in = int(np.argmax(with_along))
+            if ego_s is not None and t_in > 0.0 and not _enters_clear(
+                    float(np.interp(t_in, tf[: len(ego_s)], ego_s)), s_all[k, i_in], s_front[k, i_in], v_k):
+                # Gap acceptance: it enters the corridor beside the ego (the ego's route merging into
+                # its lane, or it cutting in alongside): wait at its entry point until it is in.
+                out[k] = np.where(tf < t_in - 0.5, s_all[k, i_in], out[k])
+                v_out[k] = 0.0
         crossing = occ & ~along[k]
         if crossing.any():
             # Crossing: go first only if the ego clears the point well before it arrives;
@@ -156,14 +167,22 @@ def leaders_on_path(frame: PathFrame, obstacles: Obstacles, d_band: tuple[float,
     return out, v_out
 
 
+def _enters_clear(s_e: float, rear_in: float, front_in: float, v_in: float) -> bool:
+    """Whether an obstacle entering the corridor (rear/front arc lengths then) while the ego's
+    centre is at s_e is no conflict: it enters ahead of the ego's nose, or far enough behind its
+    tail to brake for it (1 s at its speed plus 2 m)."""
+    return rear_in > s_e + LENGTH / 2 or s_e - LENGTH / 2 > front_in + 2.0 + v_in
+
+
 def change_leaders(frame: PathFrame, obstacles: Obstacles, target: float, reach: float, forecast: bool, blend: float,
-                   ego_speed: float = 0.0, proj: Projection | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   ego_speed: float = 0.0, proj: Projection | None = None,
+                   ego_s: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Leaders for driving at lateral offset ``target``: boxes in the target lane, plus boxes in the
     band swept on the way there while they are closer than the end of the lane change."""
-    s_t, v_t = leaders_on_path(frame, obstacles, (target, target), reach, forecast, ego_speed, proj)
+    s_t, v_t = leaders_on_path(frame, obstacles, (target, target), reach, forecast, ego_speed, proj, ego_s)
     if abs(target - frame.d0) < 0.5:
         return s_t, v_t
-    s_w, v_w = leaders_on_path(frame, obstacles, (frame.d0, target), reach, forecast, ego_speed, proj)
+    s_w, v_w = leaders_on_path(frame, obstacles, (frame.d0, target), reach, forecast, ego_speed, proj, ego_s)
     s_w = np.where(s_w < frame.s0 + LENGTH / 2 + blend, s_w, np.inf)
     return np.concatenate([s_t, s_w]), np.concatenate([v_t, v_w])
 

@@ -122,15 +122,20 @@ class ExpertPlanner:
         # One IDM rollout per candidate lane, each in the band the ego sweeps to get there.
         blend = blend_length(e.speed)
         proj = project_corners(frame, obstacles.corners, reach)
-        leads = [change_leaders(frame, obstacles, c, reach, True, blend, e.speed, proj) for c in candidates]
-        m = max(len(v) for _, v in leads)
-        tf = leads[0][0].shape[1]
-        s_lead = np.full((len(candidates), m, tf), np.inf)
-        v_lead = np.zeros((len(candidates), m))
-        for i, (sl, vl) in enumerate(leads):
-            s_lead[i, : len(vl)] = sl
-            v_lead[i, : len(vl)] = vl
-        profiles, _ = idm_profile(frame.s0, e.speed, np.full(len(candidates), v_target), s_lead, v_lead, EXPERT_STEPS, s_stop=stop, p=EXPERT_IDM)
+        profiles = None
+        # Twice: the second pass adds gap acceptance, judged along the first pass's speed profile
+        # (would anyone enter the corridor beside the ego if it drove on like that?).
+        for _ in range(2):
+            leads = [change_leaders(frame, obstacles, c, reach, True, blend, e.speed, proj, None if profiles is None else profiles[i])
+                     for i, c in enumerate(candidates)]
+            m = max(len(v) for _, v in leads)
+            tf = leads[0][0].shape[1]
+            s_lead = np.full((len(candidates), m, tf), np.inf)
+            v_lead = np.zeros((len(candidates), m))
+            for i, (sl, vl) in enumerate(leads):
+                s_lead[i, : len(vl)] = sl
+                v_lead[i, : len(vl)] = vl
+            profiles, _ = idm_profile(frame.s0, e.speed, np.full(len(candidates), v_target), s_lead, v_lead, EXPERT_STEPS, s_stop=stop, p=EXPERT_IDM)
         results = dict(zip(candidates, profiles))
         gain = {c: results[c][-1] - results[self.target][-1] for c in candidates}
         now = obs.time

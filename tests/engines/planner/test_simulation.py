@@ -137,3 +137,39 @@ def test_the_expert_keeps_a_larger_gap_only_behind_a_standing_leader(leader_spee
     assert extra[0] - 1e-6 <= gaps["expert"] - gaps["idm"] <= extra[1] + 1e-6
     if leader_speed == 0.0:
         assert gaps["idm"] == pytest.approx(IDM.min_gap, abs=0.15)
+
+
+@pytest.mark.parametrize("x0, blocks", [(0.0, True), (30.0, False), (-40.0, False)])
+def test_gap_acceptance_blocks_only_for_a_car_entering_beside_the_ego(x0: float, blocks: bool) -> None:
+    """A car drifting from the next lane into the ego's (10 m/s, 1 m/s sideways) enters at about
+    1.2 s. Beside the ego then, the ego waits behind its entry point; far ahead it is an ordinary
+    leader, far behind it can brake for the ego: no block either way."""
+    from engines.planner.geometry import Polyline, box_corners
+    from engines.planner.planners.corridor import Obstacles, PathFrame, leaders_on_path
+
+    frame = PathFrame.at(Polyline(np.column_stack([np.arange(0.0, 201.0, 5.0), np.zeros(41)])), np.array([20.0, 0.0]))
+    times = np.arange(0.0, 4.01, 0.5)
+    heading = float(np.arctan2(-1.0, 10.0))
+    x, y = 20.0 + x0 + 10.0 * times, 3.5 - 1.0 * times
+    obstacles = Obstacles(box_corners(x, y, np.full_like(x, heading), 4.8, 2.0)[None], np.array([np.hypot(10.0, 1.0)]),
+                          np.array([heading]), times)
+    tf = np.arange(0.0, 4.01, PLAN_DT)
+    ego_s = frame.s0 + 10.0 * tf
+    s_plain, _ = leaders_on_path(frame, obstacles, (0.0, 0.0), 120.0, True, 10.0)
+    s_gap, v_gap = leaders_on_path(frame, obstacles, (0.0, 0.0), 120.0, True, 10.0, ego_s=ego_s)
+    t_lead = tf[np.isfinite(s_plain[0])].min()  # a leader from half a second before it is in
+    assert 0.5 <= t_lead <= 2.5  # on its way over (far behind: once it is in the window)
+    assert np.array_equal(s_gap[0, tf >= t_lead], s_plain[0, tf >= t_lead])
+    if blocks:
+        entry = s_gap[0, 0]
+        assert np.all(s_gap[0, tf < t_lead] == entry) and v_gap[0] == 0.0
+        assert abs(entry - (frame.s0 + 10.0 * (t_lead + 0.5))) < 5.0  # beside where the ego would be
+    else:
+        assert np.array_equal(s_gap, s_plain)
+
+
+def test_the_expert_merges_behind_a_car_it_would_meet_beside_it() -> None:
+    """Training merge 100000: following the route's blend at a fixed place, the expert without gap
+    acceptance drove into the side of a main-lane car."""
+    episode = run(RunParams(type="merge", seed=100000, planner="expert", reactive=True))
+    assert not episode.summary()["at_fault_collision"]
