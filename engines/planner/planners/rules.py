@@ -1,5 +1,6 @@
 """Rule-based planners: constant velocity, the IDM lane follower (nuPlan's IDM planner) and the
-expert that demonstrates driving for training (IDM with forecasts, yielding and lane changes)."""
+expert that demonstrates driving for training (IDM with forecasts, yielding, gap acceptance and
+lane changes)."""
 from __future__ import annotations
 
 import numpy as np
@@ -77,8 +78,9 @@ EXPERT_IDM = IDMParams(stopped_gap=1.5)
 
 class ExpertPlanner:
     """The demonstrator: IDM along the route with constant-velocity forecasts (so it yields to
-    crossing traffic and cut-ins), curve speed, and lane changes to pass slow or stopped traffic
-    when the target lane is free. Its 8 s plans are the diffusion model's training labels."""
+    crossing traffic and cut-ins), gap acceptance (it merges behind a car it would otherwise meet
+    beside it), curve speed, and lane changes to pass slow or stopped traffic when the target
+    lane is free. Its 8 s plans are the diffusion model's training labels."""
 
     name = "expert"
 
