@@ -31,9 +31,14 @@ def body_headings(xy: np.ndarray, course: np.ndarray) -> np.ndarray:
     """
     if len(xy) < 3:
         return course
-    step = np.linalg.norm(np.gradient(xy, axis=0), axis=1)
-    kappa = np.where(step > 0.05, np.gradient(np.unwrap(course)) / np.maximum(step, 1e-3), 0.0)  # not at standstill
-    return course - np.arcsin(np.clip(REAR_TO_CENTER * kappa, -0.9, 0.9))
+    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(xy, axis=0), axis=1))])
+    mid = np.minimum(np.searchsorted(arc, arc / 2), len(xy) - 1)
+    a, b, c = xy[mid] - xy[0], xy - xy[mid], xy - xy[0]
+    cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    denom = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) * np.linalg.norm(c, axis=1)
+    # the circle through the start, the half-way point and each point: robust to noisy plans
+    kappa = np.where((arc >= 2.0) & (denom > 1e-9), 2.0 * cross / np.maximum(denom, 1e-9), 0.0)
+    return course - np.arcsin(np.clip(REAR_TO_CENTER * kappa, -0.5, 0.5))
 
 
 @dataclass
