@@ -22,25 +22,6 @@ ACCEL_LIMITS = (-8.0, 3.0)
 FIT_S = 1.2  # seconds of the plan the speed profile is fitted on
 
 
-def body_headings(xy: np.ndarray, course: np.ndarray) -> np.ndarray:
-    """The body's yaw along a plan of centre points whose headings are the direction of travel.
-
-    A bicycle's centre slides sideways in a turn: it moves at sin(b) = REAR_TO_CENTER x curvature
-    off the body's axis. Taking the direction of travel for the yaw put the rear axle outside the
-    turn, and the tracker drove the centre 0.2-0.3 m wide of the plan in intersection turns.
-    """
-    if len(xy) < 3:
-        return course
-    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(xy, axis=0), axis=1))])
-    mid = np.minimum(np.searchsorted(arc, arc / 2), len(xy) - 1)
-    a, b, c = xy[mid] - xy[0], xy - xy[mid], xy - xy[0]
-    cross = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
-    denom = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) * np.linalg.norm(c, axis=1)
-    # the circle through the start, the half-way point and each point: robust to noisy plans
-    kappa = np.where((arc >= 2.0) & (denom > 1e-9), 2.0 * cross / np.maximum(denom, 1e-9), 0.0)
-    return course - np.arcsin(np.clip(REAR_TO_CENTER * kappa, -0.5, 0.5))
-
-
 @dataclass
 class EgoState:
     x: float
@@ -106,9 +87,8 @@ class Tracker:
 
     def _pure_pursuit(self, state: EgoState, plan: np.ndarray) -> float:
         rear = np.array([state.x - REAR_TO_CENTER * np.cos(state.heading), state.y - REAR_TO_CENTER * np.sin(state.heading)])
-        xy = np.asarray(plan[:, :2], dtype=float)
-        heads = body_headings(xy, np.asarray(plan[:, 2], dtype=float))
-        path = xy - REAR_TO_CENTER * np.stack([np.cos(heads), np.sin(heads)], axis=1)
+        heads = np.asarray(plan[:, 2], dtype=float)
+        path = np.asarray(plan[:, :2], dtype=float) - REAR_TO_CENTER * np.stack([np.cos(heads), np.sin(heads)], axis=1)
         lookahead = float(np.clip(3.0 + 0.5 * state.speed, 4.0, 14.0))
         d = np.linalg.norm(path - rear, axis=1)
         beyond = np.nonzero(d >= lookahead)[0]
