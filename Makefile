@@ -19,7 +19,7 @@ test: setup
 bench: setup
 	$(WB) bench
 	$(WB) attention bench
-	$(WB) sketcher bench --targets 25 --primitives 1-4 --budget 2000 --sketch 25
+	$(WB) sketcher bench --targets 100 --primitives 1-4 --budget 2000 --sketch 100
 	$(WB) sketcher bench --targets 15 --primitives 5-8 --budget 2000
 	$(WB) planner suite --n 104 --seed 0
 	$(WB) planner replay-fps
