@@ -34,11 +34,13 @@ def t_of_lambda(lmb: torch.Tensor) -> torch.Tensor:
 
 def diffusion_loss(
     denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x0: torch.Tensor, valid: torch.Tensor,
+    ego_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """MSE between predicted and true x0 on the future part, for the ego and valid neighbours.
 
     x0: (B, P, T+1, 4) normalised; row 0 of each trajectory is the current state and stays clean.
-    valid: (B, P, T+1) bool. Returns (total, ego loss, neighbour loss).
+    valid: (B, P, T+1) bool. ``ego_weights`` (T,), mean 1, weighs the ego's waypoints (None: equal).
+    Returns (total, ego loss, neighbour loss).
     """
     b = x0.shape[0]
     t = torch.rand(b, device=x0.device) * (1.0 - T_EPS) + T_EPS
@@ -50,7 +52,7 @@ def diffusion_loss(
     pred = denoise(x_t, t)
     err = ((pred - x0) ** 2).sum(-1)[:, :, 1:]
     mask = valid[:, :, 1:].float()
-    ego = err[:, 0].mean()
+    ego = (err[:, 0] * ego_weights).mean() if ego_weights is not None else err[:, 0].mean()
     nb_mask = mask[:, 1:]
     nb = (err[:, 1:] * nb_mask).sum() / nb_mask.sum().clamp(min=1.0)
     return ego + nb, ego, nb

@@ -33,6 +33,7 @@ class TrainParams:
     seed: int = 0
     save_every_s: float = 180.0
     brake_weight: float = 1.0  # sampling weight of samples where the expert brakes hard (rare, and where crashes happen)
+    early_weight: float = 1.0  # loss weight of the ego plan's first EARLY_S seconds against the rest (closed loop drives only those)
     max_steps: int | None = None  # for tests
 
     def check(self) -> None:
@@ -43,6 +44,8 @@ class TrainParams:
             raise EngineError("--batch must be at least 1")
         if not self.brake_weight > 0:
             raise EngineError("--brake-weight must be positive")
+        if not self.early_weight > 0:
+            raise EngineError("--early-weight must be positive")
 
 
 def load_dataset(path: Path) -> dict[str, torch.Tensor]:
@@ -97,6 +100,22 @@ def hard_braking(data: dict[str, torch.Tensor]) -> torch.Tensor:
     return (decel.amax(dim=1) > HARD_BRAKE) & data["future_valid"][:, 0, : horizon + 2].all(dim=1)
 
 
+EARLY_S = 2.0
+
+
+def early_weights(future_steps: int, weight: float) -> torch.Tensor | None:
+    """Per-waypoint loss weights of the ego plan, mean 1: ``weight`` for the first ``EARLY_S``
+    seconds against 1 after them, or None when they are equal.
+
+    Replanning every 0.1 s, the closed loop only ever drives the start of each plan, so an error
+    there (braking a little late, cruising a little fast behind a leader) is what collides."""
+    if weight == 1.0:
+        return None
+    t = torch.arange(1, future_steps + 1) * FUTURE_DT
+    w = torch.where(t <= EARLY_S + 1e-9, weight, 1.0)
+    return w / w.mean()
+
+
 def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor]:
     x = {k: data[k][idx] for k in INPUT_KEYS}
     fut = data["future"][idx].clone()
@@ -140,6 +159,7 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
     weights = None
     if params.brake_weight != 1.0:
         weights = torch.where(hard_braking(data), params.brake_weight, 1.0).double()
+    loss_weights = early_weights(model_config.future_steps, params.early_weight)
     budget = params.minutes * 60.0
     t_start = time.perf_counter()
     last_save = t_start
@@ -168,7 +188,7 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
         lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        loss, ego_loss, nb_loss = diffusion_loss(denoiser(x), x0, valid)
+        loss, ego_loss, nb_loss = diffusion_loss(denoiser(x), x0, valid, loss_weights)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -217,7 +237,8 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
         "train_seconds": seconds,
         "history": history,
         "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": Path(data_path).name, "seed": params.seed,
-                 "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight, "parameters": count_parameters(model)},
+                 "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight,
+                 "early_weight": params.early_weight, "parameters": count_parameters(model)},
     }
     with atomic_path(out) as tmp:
         torch.save(state, tmp)

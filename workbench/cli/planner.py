@@ -63,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--workers", type=int, default=2, help="processes generating missing data (default 2)")
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
+    train.add_argument("--early-weight", type=float, default=1.0, help="weigh the loss on the ego plan's first 2 s this many times the rest (default 1)")
     train.add_argument("--brake-weight", type=float, default=1.0, help="sample the moments where the expert brakes hard this many times as often (default 1)")
     train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
 
@@ -162,7 +163,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engines.planner.train import TrainParams, export_inference, train
 
     _configure()
-    params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight)
+    params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight)
     with cli_job(args, "train ") as (progress, cancel):
         params.check()
         data_info = None

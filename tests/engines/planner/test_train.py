@@ -1,4 +1,5 @@
-"""Training-set sampling: which expert samples count as hard braking, and impossible weights."""
+"""Training-set sampling and loss weights: which expert samples count as hard braking, how the
+plan's first seconds are weighed, and impossible weights."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,8 @@ import torch
 
 from engines.core import EngineError
 from engines.planner.features import FUTURE_DT, FUTURE_STEPS
-from engines.planner.train import TrainParams, hard_braking
+from engines.planner.diffusion import diffusion_loss
+from engines.planner.train import EARLY_S, TrainParams, early_weights, hard_braking
 
 
 def _ego_futures(speeds: list[list[float]]) -> dict[str, torch.Tensor]:
@@ -33,3 +35,32 @@ def test_hard_braking_is_a_drop_of_more_than_2_m_s2_within_2_s() -> None:
 def test_the_braking_weight_must_be_positive() -> None:
     with pytest.raises(EngineError, match="brake-weight"):
         TrainParams(brake_weight=0.0).check()
+
+
+def test_the_plans_first_seconds_weigh_more_and_the_mean_weight_stays_one() -> None:
+    assert early_weights(FUTURE_STEPS, 1.0) is None
+    w = early_weights(FUTURE_STEPS, 4.0)
+    early = int(round(EARLY_S / FUTURE_DT))
+    assert w.shape == (FUTURE_STEPS,) and torch.isclose(w.mean(), torch.tensor(1.0))
+    assert torch.allclose(w[:early], w[0]) and torch.allclose(w[early:], w[-1])
+    assert torch.isclose(w[0] / w[-1], torch.tensor(4.0))
+
+
+def test_the_ego_loss_counts_an_early_error_by_its_weight() -> None:
+    x0 = torch.zeros(1, 2, FUTURE_STEPS + 1, 4)
+    valid = torch.ones(1, 2, FUTURE_STEPS + 1, dtype=torch.bool)
+    early_miss = x0.clone()
+    early_miss[0, 0, 1, 0] = 1.0  # one unit off at the first waypoint
+    late_miss = x0.clone()
+    late_miss[0, 0, -1, 0] = 1.0  # one unit off at the last one
+    w = early_weights(FUTURE_STEPS, 4.0)
+    _, plain, _ = diffusion_loss(lambda x_t, t: early_miss, x0, valid)
+    _, early, _ = diffusion_loss(lambda x_t, t: early_miss, x0, valid, w)
+    _, late, _ = diffusion_loss(lambda x_t, t: late_miss, x0, valid, w)
+    assert torch.isclose(plain, torch.tensor(1.0 / FUTURE_STEPS))
+    assert torch.isclose(early, w[0] / FUTURE_STEPS) and torch.isclose(late, w[-1] / FUTURE_STEPS)
+
+
+def test_the_early_weight_must_be_positive() -> None:
+    with pytest.raises(EngineError, match="early-weight"):
+        TrainParams(early_weight=-1.0).check()
