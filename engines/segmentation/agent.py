@@ -18,6 +18,8 @@ from engines.core import CancelToken, NEVER_CANCELLED, ProgressFn, no_progress
 from .objectness import CropScore, RewardParams, score_crops
 
 ACTIONS: tuple[str, ...] = ("stop", "+x", "-x", "+y", "-y", "shrink", "grow")
+MOVES: tuple[str, ...] = ACTIONS[1:]
+POLICIES: tuple[str, ...] = ("search", "ppo")
 FOUND_REWARD = 10.0
 RING = 0.1  # width of the band outside a cylinder checked for a cut object (m)
 STEP_REWARD = -1.0
@@ -37,6 +39,7 @@ class AgentParams:
     min_crop_points: int = 50
     refit_margin: float = 0.1  # final masks: one more crop around each found mask, this much wider (m); 0 = off
     second_round: float = 0.5  # a second search over the points no found mask holds, with this share of the anchors (0 = off)
+    policy: str = "search"  # who picks the actions: "search" (score every successor) or "ppo" (the learned policy, `policy.py`)
 
     def __post_init__(self) -> None:
         if not 0 < self.min_radius <= self.start_radius <= self.max_radius:
@@ -45,6 +48,8 @@ class AgentParams:
             raise ValueError("at least one anchor and one step")
         if not 0 <= self.second_round <= 1:
             raise ValueError("the second search's share of the anchors must be 0 to 1")
+        if self.policy not in POLICIES:
+            raise ValueError(f"agent policy must be one of {', '.join(POLICIES)}")
 
     @property
     def second_anchors(self) -> int:
@@ -96,21 +101,23 @@ class CylinderCrops:
         return outer[d > r]
 
 
-def _successors(state: tuple[float, float, float], anchor: np.ndarray, p: AgentParams) -> list[tuple[str, tuple[float, float, float]]]:
+def moved(state: tuple[float, float, float], action: str, anchor: np.ndarray, p: AgentParams) -> tuple[float, float, float] | None:
+    """The state a move leads to, or None when it leaves the radius range or the anchor's reach."""
     x, y, r = state
-    out = []
-    for name, dx, dy in (("+x", p.move, 0), ("-x", -p.move, 0), ("+y", 0, p.move), ("-y", 0, -p.move)):
-        nx, ny = x + dx, y + dy
-        if np.hypot(nx - anchor[0], ny - anchor[1]) <= p.anchor_range + 1e-9:
-            out.append((name, (nx, ny, r)))
-    if r * p.scale >= p.min_radius - 1e-9:
-        out.append(("shrink", (x, y, r * p.scale)))
-    if r / p.scale <= p.max_radius + 1e-9:
-        out.append(("grow", (x, y, r / p.scale)))
-    return out
+    if action == "shrink":
+        return (x, y, r * p.scale) if r * p.scale >= p.min_radius - 1e-9 else None
+    if action == "grow":
+        return (x, y, r / p.scale) if r / p.scale <= p.max_radius + 1e-9 else None
+    dx, dy = {"+x": (p.move, 0.0), "-x": (-p.move, 0.0), "+y": (0.0, p.move), "-y": (0.0, -p.move)}[action]
+    nx, ny = x + dx, y + dy
+    return (nx, ny, r) if np.hypot(nx - anchor[0], ny - anchor[1]) <= p.anchor_range + 1e-9 else None
 
 
-def _key(state: tuple[float, float, float]) -> tuple[int, int, int]:
+def _successors(state: tuple[float, float, float], anchor: np.ndarray, p: AgentParams) -> list[tuple[str, tuple[float, float, float]]]:
+    return [(name, s) for name in MOVES if (s := moved(state, name, anchor, p)) is not None]
+
+
+def state_key(state: tuple[float, float, float]) -> tuple[int, int, int]:
     return (round(state[0] * 1000), round(state[1] * 1000), round(state[2] * 10000))
 
 
@@ -123,7 +130,7 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
     def evaluate(states: list[tuple[float, float, float]]) -> None:
         todo, seen = [], set()
         for s in states:
-            k = _key(s)
+            k = state_key(s)
             if k in cache or k in seen:
                 continue
             seen.add(k)
@@ -139,7 +146,7 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
                 cache[k] = (idx, sc)
 
     def distance(state) -> float:
-        sc = cache[_key(state)][1]
+        sc = cache[state_key(state)][1]
         return sc.distance if sc is not None and sc.valid else float("inf")
 
     trajs = [Trajectory(tuple(float(v) for v in a)) for a in anchors]
@@ -147,7 +154,7 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
     evaluate(start)
     for t, s in zip(trajs, start):
         d = distance(s)
-        t.found = cache[_key(s)][1] is not None and cache[_key(s)][1].found(reward)
+        t.found = cache[state_key(s)][1] is not None and cache[state_key(s)][1].found(reward)
         t.steps.append(Step("start", s[0], s[1], s[2], d, FOUND_REWARD if t.found else STEP_REWARD))
     for step in range(params.max_steps):
         cancel.raise_if_cancelled()
@@ -158,13 +165,13 @@ def run_agent(prior, points: np.ndarray, floor_z: float, anchors: np.ndarray, pa
         options = {id(t): _successors(t.state, np.asarray(t.anchor), params) for t in live}
         evaluate([s for opts in options.values() for _, s in opts])
         for t in live:
-            visited = {_key((s.x, s.y, s.radius)) for s in t.steps}
-            opts = [(name, s) for name, s in options[id(t)] if _key(s) not in visited and cache[_key(s)][1] is not None]
+            visited = {state_key((s.x, s.y, s.radius)) for s in t.steps}
+            opts = [(name, s) for name, s in options[id(t)] if state_key(s) not in visited and cache[state_key(s)][1] is not None]
             if not opts:
                 t.steps.append(Step("stop", *t.state, t.steps[-1].distance, STEP_REWARD))
                 continue
             name, best = min(opts, key=lambda o: (distance(o[1]), o[0] != "shrink"))  # none valid yet: shrink
-            sc = cache[_key(best)][1]
+            sc = cache[state_key(best)][1]
             t.found = sc is not None and sc.found(reward)
             t.steps.append(Step(name, *best, distance(best), FOUND_REWARD if t.found else STEP_REWARD))
     for t in trajs:

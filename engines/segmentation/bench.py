@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, write_json
 
 from .metrics import ScenePrediction, evaluate
-from .pipeline import SegmentParams, segment
+from .pipeline import VARIANTS, SegmentParams, method_params, segment
 from .pointio import PointCloud, read_cloud, write_cloud
 from .scenes import SceneParams, generate_scene
 
@@ -69,6 +68,9 @@ def _recall50(gt: np.ndarray, instance: np.ndarray, ids: set[int], min_points: i
     return found, total
 
 
+BENCH_METHODS: tuple[str, ...] = VARIANTS
+
+
 def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tuple[str, ...] = ("grabs", "dbscan"),
               limit: int | None = None, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict:
     files = sorted(Path(folder).glob("*.ply"))[:limit]
@@ -91,7 +93,7 @@ def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tu
             cancel.raise_if_cancelled()
             progress((k + j / len(methods)) / len(files), f"{path.name}: {method}")
             t0 = time.perf_counter()
-            result = segment(cloud.without_labels(), replace(params, method=method), cancel=cancel)
+            result = segment(cloud.without_labels(), method_params(params, method), cancel=cancel)
             seconds[method].append(time.perf_counter() - t0)
             pred = ScenePrediction.from_labels(gt, result.instance, result.score)
             preds[method].append(pred)
@@ -123,17 +125,25 @@ def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tu
             "ap50 >= dbscan + 0.20": g["ap50"] - d["ap50"] >= TARGETS["ap50_margin"],
             "<= 20 s per 20k-point scene": g["seconds_per_scene"] * 20000 / max(out["points_per_scene"], 1) <= TARGETS["seconds_per_scene"],
         }
+    if "grabs" in out["methods"] and "grabs_ppo" in out["methods"]:
+        g, p = out["methods"]["grabs"], out["methods"]["grabs_ppo"]
+        out.setdefault("comparison", {}).update({
+            "ppo_minus_search_ap50": p["ap50"] - g["ap50"],
+            "time_ratio_ppo_over_search": p["seconds_per_scene"] / max(g["seconds_per_scene"], 1e-9),
+        })
     out["table"] = _table(out)
     return out
 
 
 def _table(out: dict) -> str:
     lines = [f"{out['scenes']} scenes, {out['points_per_scene']:.0f} points each (mean)", "",
-             f"{'method':8} {'AP':>6} {'AP50':>6} {'AP25':>6} {'touch R50':>9} {'s/scene':>8}"]
+             f"{'method':9} {'AP':>6} {'AP50':>6} {'AP25':>6} {'touch R50':>9} {'s/scene':>8}"]
     for m, r in out["methods"].items():
-        lines.append(f"{m:8} {r['ap']:6.3f} {r['ap50']:6.3f} {r['ap25']:6.3f} {r['touching_recall50']:9.3f} {r['seconds_per_scene']:8.2f}")
-    if "comparison" in out:
-        c = out["comparison"]
+        lines.append(f"{m:9} {r['ap']:6.3f} {r['ap50']:6.3f} {r['ap25']:6.3f} {r['touching_recall50']:9.3f} {r['seconds_per_scene']:8.2f}")
+    c = out.get("comparison", {})
+    if "ppo_minus_search_ap50" in c:
+        lines += ["", f"PPO policy - search: AP50 {c['ppo_minus_search_ap50']:+.3f}; time ratio {c['time_ratio_ppo_over_search']:.2f}x"]
+    if "targets" in out:
         lines += ["", f"GrabS - DBSCAN: AP50 {c['ap50_minus_dbscan']:+.3f}, AP25 {c['ap25_minus_dbscan']:+.3f}; "
                       f"time ratio {c['time_ratio_grabs_over_dbscan']:.1f}x", ""]
         lines += [f"  {'met ' if ok else 'MISSED'} {name}" for name, ok in out["targets"].items()]

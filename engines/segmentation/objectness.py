@@ -46,6 +46,7 @@ class CropScore:
     mask: np.ndarray  # indices (into the crop) of the points kept as the object
     residual: np.ndarray  # |SDF| of the scored crop points (normalised, second pass where valid)
     scored: np.ndarray  # indices (into the crop) of the points that were scored
+    latent: np.ndarray | None = None  # the prior's encoding of the whole crop (what a learned policy observes)
 
     def found(self, params: RewardParams) -> bool:
         return self.valid and self.distance <= params.found_threshold
@@ -161,6 +162,7 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
             r, rvalid = _padded([(ring - centers[i]) / scales[i] for i, ring in enumerate(rings)])
             ring_sdf = prior.decode(mu, rot, r).abs().numpy()
     qvalid = qvalid.numpy()
+    latent = mu.numpy()
     masks, mask_pts, ok, link_of = [], [], [], []
     for i, c in enumerate(crops):
         m = np.flatnonzero((sdf1[i] <= params.mask_threshold) & qvalid[i])
@@ -185,7 +187,7 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
     live = [i for i in range(len(crops)) if ok[i]]
     for i in range(len(crops)):
         if not ok[i]:
-            results[i] = CropScore(False, float("inf"), float("inf"), float("inf"), scored[i][masks[i]], sdf1[i][qvalid[i]], scored[i])
+            results[i] = CropScore(False, float("inf"), float("inf"), float("inf"), scored[i][masks[i]], sdf1[i][qvalid[i]], scored[i], latent[i])
     if live:
         with torch.no_grad():
             x2, c2, s2 = _normalised_inputs([mask_pts[i] for i in live], params.inputs, rng)
@@ -209,5 +211,5 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
             mask = masks[i]
             if full and params.grow > 1.0:
                 mask = _grown(crops[i][scored[i]], mask, np.minimum(sdf1[i][: len(scored[i])], resid), params, link_of[i])
-            results[i] = CropScore(True, pc_to_surf + s2p, pc_to_surf, s2p, scored[i][mask], resid, scored[i])
+            results[i] = CropScore(True, pc_to_surf + s2p, pc_to_surf, s2p, scored[i][mask], resid, scored[i], latent[i])
     return results  # type: ignore[return-value]

@@ -22,6 +22,7 @@ from .planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, r
 from .pointio import PointCloud
 
 METHODS: tuple[str, ...] = ("grabs", "dbscan")
+VARIANTS: tuple[str, ...] = ("grabs", "grabs_ppo", "dbscan")  # what the panel and the benchmark offer
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class SegmentParams:
     seed: int = 0
     max_points: int = 60000  # larger clouds are subsampled for the search
     prior: str = ""  # checkpoint path; empty = the shipped prior
+    policy: str = ""  # PPO policy checkpoint for agent.policy == "ppo"; empty = the shipped one
     planes: PlaneParams = PlaneParams()
     agent: AgentParams = AgentParams()
     reward: RewardParams = RewardParams()
@@ -85,11 +87,13 @@ class SegmentationResult:
     plane_points: int = 0
     processed_points: int = 0
     seconds: float = 0.0
+    agent: str = ""  # who moved the cylinders: "search" or "ppo" (empty for DBSCAN)
 
     def summary(self) -> dict:
         """The JSON summary: method, timings and one entry per segment."""
         return {
             "method": self.method,
+            "agent": self.agent,
             "points": int(len(self.instance)),
             "processed_points": self.processed_points,
             "plane_points": self.plane_points,
@@ -101,6 +105,13 @@ class SegmentationResult:
             "trajectories": len(self.trajectories),
             "found": sum(t.found for t in self.trajectories),
         }
+
+
+def method_params(params: SegmentParams, variant: str) -> SegmentParams:
+    """The settings of one of `VARIANTS`: `grabs_ppo` is GrabS with the learned PPO policy moving the cylinders."""
+    if variant == "grabs_ppo":
+        return replace(params, method="grabs", agent=replace(params.agent, policy="ppo"))
+    return replace(params, method=variant)
 
 
 def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray) -> tuple[Segment, ...]:
@@ -262,8 +273,9 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
 
         prior = load_prior(Path(params.prior) if params.prior else None)
         progress(0.05, "placing anchors")
+        agent = _agent(params)
         anchors = farthest_point_anchors(obj, params.agent.anchors)
-        trajs, _ = run_agent(prior, obj, floor_z, anchors, params.agent, params.reward, rng, scaled(progress, 0.05, 0.7), cancel)
+        trajs, _ = agent(prior, obj, floor_z, anchors, params.agent, params.reward, rng, scaled(progress, 0.05, 0.7), cancel)
         candidates = [Candidate(i, *t.state) for i, t in enumerate(trajs)]
         progress(0.7, "final masks")
         inst, sc, res = finalize(prior, obj, floor_z, candidates, params, rng)
@@ -273,7 +285,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             # of the scene: small objects beside big ones are what the first round loses.
             progress(0.75, "second search over the unclaimed points")
             more = farthest_point_anchors(obj[free], params.agent.second_anchors)
-            trajs2, _ = run_agent(prior, obj[free], floor_z, more, params.agent, params.reward, rng, scaled(progress, 0.75, 0.9), cancel)
+            trajs2, _ = agent(prior, obj[free], floor_z, more, params.agent, params.reward, rng, scaled(progress, 0.75, 0.9), cancel)
             candidates += [Candidate(len(trajs) + i, *t.state, second=True) for i, t in enumerate(trajs2)]
             trajs, anchors = trajs + trajs2, np.concatenate([anchors, more])
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
@@ -288,7 +300,19 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
     return SegmentationResult(
         params.method, instance, score, residual, _segments(all_points, instance, score), tuple(trajs), tuple(candidates),
         anchors, floor_z, int((~keep).sum()), int(len(sub)), time.perf_counter() - t0,
+        params.agent.policy if params.method == "grabs" else "",
     )
+
+
+def _agent(params: SegmentParams):
+    """`run_agent`, or the same contract with the learned PPO policy choosing the actions."""
+    if params.agent.policy == "search":
+        return run_agent
+    from functools import partial
+
+    from .policy import load_policy, run_policy_agent
+
+    return partial(run_policy_agent, load_policy(Path(params.policy) if params.policy else None))
 
 
 def _propagate(all_points, points, instance, score, residual, max_distance: float = 0.1):

@@ -80,8 +80,11 @@ class SegmentationPanel(MethodPanel):
         self.example_button.clicked.connect(self.run_default)
         self.method = QComboBox()
         self.method.setObjectName("methodBox")
-        self.method.addItem("GrabS agent", "grabs")
+        self.method.addItem("GrabS agent (search)", "grabs")
+        self.method.addItem("GrabS agent (PPO policy)", "grabs_ppo")
         self.method.addItem("DBSCAN baseline", "dbscan")
+        self.method.setToolTip("Search: every action of the cylinder scored by the prior. PPO policy: the learned policy picks "
+                               "one action a step (resources/segmentation/policy.pt). DBSCAN: the baseline.")
         self.anchors = QSpinBox()
         self.anchors.setObjectName("anchorsBox")
         self.anchors.setRange(1, 128)
@@ -216,18 +219,17 @@ class SegmentationPanel(MethodPanel):
 
     # Parameters ------------------------------------------------------------------------------
     def params(self, method: str | None = None):
-        from engines.segmentation.pipeline import SegmentParams
+        from engines.segmentation.pipeline import SegmentParams, method_params
 
         base = SegmentParams()
         t = self.thresholds.values()
-        return replace(
+        return method_params(replace(
             base,
-            method=method or self.method.currentData(),
             agent=replace(base.agent, anchors=self.anchors.value()),
             reward=replace(base.reward, mask_threshold=t["mask_threshold"], found_threshold=t["found_threshold"]),
             dedup=replace(base.dedup, iou=t["dedup_iou"], min_points=int(t["min_points"])),
             merge=replace(base.merge, coverage=t["merge_coverage"]),
-        )
+        ), method or self.method.currentData())
 
     # Jobs ------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -327,7 +329,7 @@ class SegmentationPanel(MethodPanel):
             curves = {k: (m.curves[k].precision, m.curves[k].recall) for k in ("0.50", "0.25")}
         self.metrics.show_rows(rows, curves)
         found = sum(t.found for t in result.trajectories)
-        extra = f", agent: {found}/{len(result.trajectories)} found" if result.trajectories else ""
+        extra = f", {'PPO policy' if result.agent == 'ppo' else 'agent'}: {found}/{len(result.trajectories)} found" if result.trajectories else ""
         ap = f", AP50 {view.metrics.ap50:.2f}" if view.metrics is not None else ""
         self.status.setText(f"{len(result.segments)} segments in {result.seconds:.1f} s ({result.method}{extra}{ap})")
         self._recolor()

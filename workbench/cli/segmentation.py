@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--scannet", type=Path, help="also write the ScanNet benchmark layout into this folder")
     run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     run.add_argument("--anchors", type=int, default=40, help="agent anchors (default 40)")
+    run.add_argument("--agent", choices=("search", "ppo"), default="search",
+                     help="who moves the cylinders: the search over every action (default) or the PPO policy")
+    run.add_argument("--policy", type=existing_file, help="PPO policy checkpoint for --agent ppo (default: the shipped one)")
     run.add_argument("--seed", type=int, default=0)
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
@@ -38,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--limit", type=int, help="only the first N scenes")
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
+    bench.add_argument("--policy", type=existing_file, help="PPO policy checkpoint of the grabs_ppo row (default: the shipped one)")
 
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
@@ -45,6 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
     train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
+
+    policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
+    policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
+    policy.add_argument("--out", type=Path, required=True, help="policy checkpoint to write")
+    policy.add_argument("--seed", type=int, default=0, help="random seed; also picks the training rooms (default 0)")
+    policy.add_argument("--rooms", type=int, default=32, help="training rooms held at once, a rolling pool (default 32)")
+    policy.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
 
 
 def _params(**kwargs: Any):
@@ -54,7 +65,10 @@ def _params(**kwargs: Any):
 
     params = SegmentParams()
     try:
-        agent = replace(params.agent, anchors=kwargs.pop("anchors")) if "anchors" in kwargs else params.agent
+        agent = params.agent
+        for key in ("anchors", "policy_kind"):
+            if key in kwargs:
+                agent = replace(agent, **{key.replace("policy_kind", "policy"): kwargs.pop(key)})
         return replace(params, agent=agent, **kwargs)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
@@ -83,7 +97,12 @@ def cmd_run(args: argparse.Namespace) -> None:
         raise EngineError(f"--out {args.out.name}: use .ply (or .pcd / .npz) so that 'instance' and 'score' are kept")
     cloud = read_cloud(args.scene)  # a bad file fails here, before torch is imported
     configure_threads()
-    params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""))
+    if args.method == "grabs" and args.agent == "ppo":
+        from engines.segmentation.policy import load_policy
+
+        load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
+    params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
+                     policy_kind=args.agent, policy=str(args.policy or ""))
     with cli_job(args, "run ") as (progress, cancel):
         result = segment(cloud, params, progress, cancel)
     export_ply(args.out, cloud, result)
@@ -125,14 +144,17 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
-    from engines.segmentation.bench import run_bench
+    from engines.segmentation.bench import BENCH_METHODS, run_bench
 
     if not args.scenes.is_dir():
         raise EngineError(f"{args.scenes} is not a folder of scenes")
     configure_threads()
-    params = _params(prior=str(args.prior or ""), anchors=args.anchors)
+    from engines.segmentation.policy import load_policy
+
+    load_policy(args.policy)  # the grabs_ppo row's checkpoint: a bad one fails before the job starts
+    params = _params(prior=str(args.prior or ""), anchors=args.anchors, policy=str(args.policy or ""))
     with cli_job(args, "bench ") as (progress, cancel):
-        result = run_bench(args.scenes, params, limit=args.limit, progress=progress, cancel=cancel)
+        result = run_bench(args.scenes, params, methods=BENCH_METHODS, limit=args.limit, progress=progress, cancel=cancel)
     output(args, result, result.pop("table"))
 
 
@@ -152,6 +174,23 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     human += "\n".join(f"  {k}: {v:.4f}" for k, v in result.metrics.items())
     output(args, {"checkpoint": result.checkpoint, "steps": result.steps, "wall_seconds": result.wall_seconds,
                   "parameters": result.parameters, "metrics": result.metrics}, human)
+
+
+def cmd_train_policy(args: argparse.Namespace) -> None:
+    from engines.core import configure_threads
+    from engines.segmentation.policy import PolicyTrainParams, train_policy
+
+    try:
+        params = PolicyTrainParams(minutes=args.minutes, seed=args.seed, rooms=args.rooms)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
+    configure_threads()
+    with cli_job(args, "train-policy ") as (progress, cancel):
+        result = train_policy(args.out, params, args.prior, progress, cancel)
+    human = (f"wrote {result['out']}: {result['iterations']} PPO iterations in {result['seconds'] / 60:.1f} min; held-out episodes "
+             f"({result['held_out_episodes']}) found {result['held_out_found']:.1%} (untrained {result['held_out_found_before']:.1%}, "
+             f"search {result['held_out_found_by_search']:.1%})")
+    output(args, result, human)
 
 
 def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict:

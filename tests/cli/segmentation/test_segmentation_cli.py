@@ -55,14 +55,22 @@ def test_run_grabs_writes_instance_and_score(cli, scene_dir: Path, tmp_path: Pat
     assert out.instance.dtype == np.int32 and out.score.dtype == np.float32
 
 
-def test_bench_reports_both_methods(cli, scene_dir: Path) -> None:
+def test_bench_reports_every_method(cli, scene_dir: Path) -> None:
     proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", timeout=600)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data["methods"]) == {"grabs", "dbscan"}
+    assert set(data["methods"]) == {"grabs", "grabs_ppo", "dbscan"}
     for m in data["methods"].values():
         assert {"ap", "ap50", "ap25", "seconds_per_scene"} <= set(m)
     assert "ap50_minus_dbscan" in data["comparison"] and len(data["targets"]) == 4
+    assert "ppo_minus_search_ap50" in data["comparison"]
+
+
+def test_run_with_the_ppo_policy(cli, scene_dir: Path, tmp_path: Path) -> None:
+    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--agent", "ppo", "--out", str(tmp_path / "p.ply"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["method"] == "grabs" and summary["agent"] == "ppo" and summary["trajectories"] in (4, 6)
 
 
 def _one_error(proc) -> str:
@@ -98,6 +106,11 @@ def test_bad_inputs_get_one_clear_error(cli, tmp_path: Path) -> None:
     assert "no such file" in _one_error(cli("segmentation", "run", str(tmp_path / "missing.ply"), "--out", str(out)))
     assert "instance" in _one_error(cli("segmentation", "eval", "--pred", str(full), "--gt", str(full)))
     assert "minutes" in _one_error(cli("segmentation", "train-prior", "--minutes", "500", "--out", str(tmp_path / "p.pt")))
+    assert "minutes" in _one_error(cli("segmentation", "train-policy", "--minutes", "0", "--out", str(tmp_path / "q.pt")))
+    (tmp_path / "policy.pt").write_text("not a policy")
+    line = _one_error(cli("segmentation", "run", str(full), "--agent", "ppo", "--policy", str(tmp_path / "policy.pt"), "--out", str(out)))
+    assert "not a segmentation policy" in line
+    assert out.read_bytes() == b"precious"
 
 
 def test_nan_points_are_dropped_and_counted(cli, tmp_path: Path) -> None:

@@ -71,6 +71,16 @@ def _pixels(image) -> np.ndarray:
     return np.frombuffer(ptr, np.uint8).reshape(img.height(), img.bytesPerLine())[:, : img.width() * 4].astype(float)
 
 
+def test_ppo_policy_runs_from_the_method_box(qapp, panel) -> None:
+    panel.anchors.setValue(4)
+    panel.method.setCurrentIndex(panel.method.findData("grabs_ppo"))
+    assert panel.params().agent.policy == "ppo" and panel.params().method == "grabs"
+    panel.run()
+    assert finish(qapp, panel) == ["finished"]
+    assert panel.view.result.agent == "ppo" and "PPO policy" in panel.status.text()
+    assert len(panel.view.result.trajectories) >= 4 and panel.segments.table.rowCount() == len(panel.view.result.segments)
+
+
 def test_colour_modes_point_size_and_cameras(qapp, ran) -> None:
     p = ran
     before = p.pred_view.scatter.color.copy()
@@ -258,7 +268,7 @@ def test_state_round_trip(qapp, panel_ctx, panel, tmp_path: Path) -> None:
     from panels.segmentation import create_panel
 
     panel.anchors.setValue(12)
-    panel.method.setCurrentIndex(1)
+    panel.method.setCurrentIndex(panel.method.findData("dbscan"))
     panel.thresholds.set_value("mask_threshold", 0.03, emit=False)
     panel.controls.color.setCurrentText("score")
     panel.open_path(example_path())
