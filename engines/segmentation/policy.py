@@ -156,7 +156,7 @@ def _found(entry: tuple, reward: RewardParams) -> bool:
 
 
 def _episodes(net, prior, rooms: list[_Room], starts: list[tuple[int, int]], agent: AgentParams, reward: RewardParams,
-              rng: np.random.Generator, sample: bool) -> list[dict]:
+              rng: np.random.Generator, sample: bool, cancel: CancelToken = NEVER_CANCELLED) -> list[dict]:
     """Run one episode per (room, anchor) start, all in lockstep; returns their transitions."""
     import torch
 
@@ -171,6 +171,7 @@ def _episodes(net, prior, rooms: list[_Room], starts: list[tuple[int, int]], age
             e["entry"] = entry
             e["done"] = _found(entry, reward)
     for step in range(agent.max_steps):
+        cancel.raise_if_cancelled()
         live = [e for e in eps if not e["done"]]
         if not live:
             break
@@ -403,9 +404,7 @@ def run_policy_agent(net, prior, points: np.ndarray, floor_z: float, anchors: np
     room = _Room(points, floor_z, anchors, params.height)
     trajs = []
     progress(0.1, "policy agent")
-    cancel.raise_if_cancelled()
-    episodes = _episodes(net, prior, [room], [(0, j) for j in range(len(anchors))], params, reward, rng, sample=False)
-    cancel.raise_if_cancelled()
+    episodes = _episodes(net, prior, [room], [(0, j) for j in range(len(anchors))], params, reward, rng, sample=False, cancel=cancel)
     for e in episodes:
         anchor = e["anchor"]
         t = Trajectory(tuple(float(v) for v in anchor))

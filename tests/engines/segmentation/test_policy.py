@@ -103,3 +103,14 @@ def test_pipeline_with_the_ppo_policy() -> None:
     assert len(result.trajectories) >= 6
     with pytest.raises(ValueError, match="policy"):
         replace(params.agent, policy="random")
+
+
+def test_a_cancelled_policy_agent_stops() -> None:
+    from engines.core import CancelToken, Cancelled
+
+    pts = example_cloud().points.astype(np.float64)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        run_policy_agent(load_policy(), load_prior(), pts, float(pts[:, 2].min()), pts[:3], AgentParams(), RewardParams(),
+                         np.random.default_rng(0), cancel=token)
