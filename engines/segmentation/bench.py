@@ -15,7 +15,7 @@ import numpy as np
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, write_json
 
 from .metrics import ScenePrediction, evaluate
-from .pipeline import VARIANTS, SegmentParams, method_params, segment
+from .pipeline import SegmentParams, method_params, segment
 from .pointio import PointCloud, read_cloud, write_cloud
 from .scenes import SceneParams, generate_scene
 
@@ -66,9 +66,6 @@ def _recall50(gt: np.ndarray, instance: np.ndarray, ids: set[int], min_points: i
                 found += 1
                 break
     return found, total
-
-
-BENCH_METHODS: tuple[str, ...] = VARIANTS
 
 
 def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tuple[str, ...] = ("grabs", "dbscan"),

@@ -312,7 +312,7 @@ def _agent(params: SegmentParams):
 
     from .policy import load_policy, run_policy_agent
 
-    return partial(run_policy_agent, load_policy(Path(params.policy) if params.policy else None))
+    return partial(run_policy_agent, load_policy(params.policy or None))
 
 
 def _propagate(all_points, points, instance, score, residual, max_distance: float = 0.1):

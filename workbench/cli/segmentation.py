@@ -58,18 +58,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     policy.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
 
 
-def _params(**kwargs: Any):
+def _params(anchors: int, agent: str = "search", **kwargs: Any):
     from dataclasses import replace
 
     from engines.segmentation.pipeline import SegmentParams
 
     params = SegmentParams()
     try:
-        agent = params.agent
-        for key in ("anchors", "policy_kind"):
-            if key in kwargs:
-                agent = replace(agent, **{key.replace("policy_kind", "policy"): kwargs.pop(key)})
-        return replace(params, agent=agent, **kwargs)
+        return replace(params, agent=replace(params.agent, anchors=anchors, policy=agent), **kwargs)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
 
@@ -102,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
         load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
-                     policy_kind=args.agent, policy=str(args.policy or ""))
+                     agent=args.agent, policy=str(args.policy or ""))
     with cli_job(args, "run ") as (progress, cancel):
         result = segment(cloud, params, progress, cancel)
     export_ply(args.out, cloud, result)
@@ -144,7 +140,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
-    from engines.segmentation.bench import BENCH_METHODS, run_bench
+    from engines.segmentation.bench import run_bench
+    from engines.segmentation.pipeline import VARIANTS
 
     if not args.scenes.is_dir():
         raise EngineError(f"{args.scenes} is not a folder of scenes")
@@ -154,7 +151,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     load_policy(args.policy)  # the grabs_ppo row's checkpoint: a bad one fails before the job starts
     params = _params(prior=str(args.prior or ""), anchors=args.anchors, policy=str(args.policy or ""))
     with cli_job(args, "bench ") as (progress, cancel):
-        result = run_bench(args.scenes, params, methods=BENCH_METHODS, limit=args.limit, progress=progress, cancel=cancel)
+        result = run_bench(args.scenes, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel)
     output(args, result, result.pop("table"))
 
 
