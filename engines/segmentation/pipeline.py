@@ -20,6 +20,7 @@ from .merging import MergeParams, merge_parts
 from .objectness import RewardParams, score_crops
 from .planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
 from .pointio import PointCloud
+from .ranking import RankParams, ranked_scores
 
 METHODS: tuple[str, ...] = ("grabs", "dbscan")
 VARIANTS: tuple[str, ...] = ("grabs", "grabs_ppo", "dbscan")  # what the panel and the benchmark offer
@@ -43,6 +44,7 @@ class SegmentParams:
     reward: RewardParams = RewardParams()
     dedup: DedupParams = DedupParams()
     merge: MergeParams = MergeParams()
+    rank: RankParams = RankParams()
     dbscan: DbscanParams = DbscanParams()
 
     def __post_init__(self) -> None:
@@ -292,6 +294,8 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
         inst, sc = _merged(prior, obj, inst, sc, params, rng)
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
         instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
+        progress(0.92, "ranking the segments")
+        score = ranked_scores(prior, points, instance, score, params.rank, params.reward, rng)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
@@ -353,6 +357,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res
     instance, score = reclaim_plane_points(points[sub], keep, planes, instance, score, params.planes)
+    score = ranked_scores(prior, points[sub], instance, score, params.rank, params.reward, rng)
     if len(sub) < len(points):
         instance, score, residual = _propagate(points, points[sub], instance, score, residual)
     progress(1.0, "done")
