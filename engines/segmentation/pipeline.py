@@ -295,7 +295,8 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
         instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
         progress(0.92, "ranking the segments")
-        score = ranked_scores(prior, points, instance, score, params.rank, params.reward, rng)
+        score = ranked_scores(prior, points, keep, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height,
+                              params.agent.max_radius)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
@@ -357,7 +358,8 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res
     instance, score = reclaim_plane_points(points[sub], keep, planes, instance, score, params.planes)
-    score = ranked_scores(prior, points[sub], instance, score, params.rank, params.reward, rng)
+    score = ranked_scores(prior, points[sub], keep, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height,
+                          params.agent.max_radius)
     if len(sub) < len(points):
         instance, score, residual = _propagate(points, points[sub], instance, score, residual)
     progress(1.0, "done")
