@@ -34,9 +34,22 @@ class Plane:
 
 
 def remove_planes(points: np.ndarray, params: PlaneParams = PlaneParams(), seed: int = 0) -> tuple[np.ndarray, list[Plane], float]:
-    """Mask of points that are not floor or wall, the planes removed, and the floor height."""
+    """Mask of points that are not floor or wall, the planes removed, and the floor height.
+
+    RANSAC runs on one Open3D thread: with several, the threads draw from the seeded generator
+    in whatever order they are scheduled, and on a busy machine the same cloud then lost other
+    planes (a different floor height, another segmentation) from one run to the next."""
     import open3d as o3d
 
+    threads = o3d.utility.get_max_threads()
+    o3d.utility.set_max_threads(1)
+    try:
+        return _remove_planes(o3d, points, params, seed)
+    finally:
+        o3d.utility.set_max_threads(threads)
+
+
+def _remove_planes(o3d, points: np.ndarray, params: PlaneParams, seed: int) -> tuple[np.ndarray, list[Plane], float]:
     o3d.utility.random.seed(seed)
     n = len(points)
     keep = np.ones(n, dtype=bool)

@@ -5,6 +5,7 @@ import numpy as np
 
 from engines.segmentation.masks import DedupParams, deduplicate, labels_from_masks
 from engines.segmentation.planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
+from engines.segmentation.scenes import generate_scene
 
 
 def test_overlapping_masks_keep_the_better_one() -> None:
@@ -55,6 +56,28 @@ def test_floor_and_walls_go_table_tops_stay() -> None:
     assert keep[kind <= 1].mean() < 0.01, "floor and walls removed"
     assert keep[kind == 2].mean() > 0.99, "the table top is not the floor"
     assert keep[kind == 3].mean() > 0.9
+
+
+def test_ransac_runs_on_one_open3d_thread_and_repeats(monkeypatch) -> None:
+    """Several Open3D threads draw from the seeded generator in scheduling order: other planes on a busy machine."""
+    import open3d as o3d
+
+    import engines.segmentation.planes as planes
+
+    seen = []
+    inner = planes._remove_planes
+
+    def spy(*args):
+        seen.append(o3d.utility.get_max_threads())
+        return inner(*args)
+
+    monkeypatch.setattr(planes, "_remove_planes", spy)
+    before = o3d.utility.get_max_threads()
+    pts = generate_scene(3).points.astype(np.float64)
+    first, second = remove_planes(pts, PlaneParams(), 0), remove_planes(pts, PlaneParams(), 0)
+    assert seen == [1, 1]
+    assert o3d.utility.get_max_threads() == before
+    assert (first[0] == second[0]).all() and first[2] == second[2]
 
 
 def test_removed_points_of_an_object_against_a_wall_are_given_back() -> None:
