@@ -168,6 +168,13 @@ def _merged(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, 
     return merge_parts(prior, points, instance, score, params.merge, params.reward, rng, lambda d: confidence(d, params.reward))
 
 
+def _ranked(prior, points: np.ndarray, objects: np.ndarray, floor_z: float, instance: np.ndarray, score: np.ndarray,
+            params: SegmentParams, rng: np.random.Generator) -> np.ndarray:
+    """Final confidences from what the prior says of each segment (`ranking.py`)."""
+    return ranked_scores(prior, points, objects, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height,
+                         params.agent.max_radius)
+
+
 def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
                   rng: np.random.Generator, first: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Add the second search's objects, found among the points the first round's masks left free."""
@@ -295,8 +302,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
         instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
         progress(0.92, "ranking the segments")
-        score = ranked_scores(prior, points, keep, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height,
-                              params.agent.max_radius)
+        score = _ranked(prior, points, keep, floor_z, instance, score, params, rng)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
@@ -358,8 +364,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res
     instance, score = reclaim_plane_points(points[sub], keep, planes, instance, score, params.planes)
-    score = ranked_scores(prior, points[sub], keep, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height,
-                          params.agent.max_radius)
+    score = _ranked(prior, points[sub], keep, floor_z, instance, score, params, rng)
     if len(sub) < len(points):
         instance, score, residual = _propagate(points, points[sub], instance, score, residual)
     progress(1.0, "done")
