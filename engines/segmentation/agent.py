@@ -101,6 +101,14 @@ class CylinderCrops:
         return outer[d > r]
 
 
+def enclosing_cylinder(xy: np.ndarray, margin: float, low: float, high: float) -> tuple[float, float, float]:
+    """A cylinder around points seen from above: their centroid, their farthest distance from it
+    plus ``margin``, the radius clipped to [low, high]."""
+    centre = xy.mean(0)
+    radius = float(np.linalg.norm(xy - centre, axis=1).max()) + margin
+    return (float(centre[0]), float(centre[1]), float(np.clip(radius, low, high)))
+
+
 def moved(state: tuple[float, float, float], action: str, anchor: np.ndarray, p: AgentParams) -> tuple[float, float, float] | None:
     """The state a move leads to, or None when it leaves the radius range or the anchor's reach."""
     x, y, r = state

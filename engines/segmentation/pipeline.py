@@ -14,7 +14,7 @@ import numpy as np
 
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, scaled
 
-from .agent import AgentParams, Trajectory, run_agent
+from .agent import AgentParams, Trajectory, enclosing_cylinder, run_agent
 from .masks import DedupParams, deduplicate, labels_from_masks
 from .merging import MergeParams, merge_parts
 from .objectness import RewardParams, score_crops
@@ -208,12 +208,7 @@ def _refit(prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: lis
     plus the margin), scored again; the new mask replaces the old one where the prior finds the
     object in that tighter crop too (the crop then holds less of the neighbours)."""
     agent = params.agent
-    cylinders = []
-    for m in masks:
-        xy = points[m, :2]
-        centre = xy.mean(0)
-        radius = np.linalg.norm(xy - centre, axis=1).max() + agent.refit_margin
-        cylinders.append((float(centre[0]), float(centre[1]), float(np.clip(radius, agent.min_radius, agent.max_radius))))
+    cylinders = [enclosing_cylinder(points[m, :2], agent.refit_margin, agent.min_radius, agent.max_radius) for m in masks]
     idxs, live, scores = _score_cylinders(prior, points, crops, cylinders, params, rng)
     masks, confs = list(masks), list(confs)
     for k, sc in zip(live, scores):

@@ -47,7 +47,7 @@ def containment(prior, points: np.ndarray, objects: np.ndarray, instance: np.nda
                 max_radius: float, params: RankParams, reward: RewardParams, rng: np.random.Generator) -> dict[int, float]:
     """For every segment id: the share of the prior's object mask, in a cylinder around the segment
     over the scene's object points (``objects``: not floor or wall), that lies in the segment."""
-    from .agent import CylinderCrops
+    from .agent import CylinderCrops, enclosing_cylinder
 
     ids = [int(i) for i in np.unique(instance) if i > 0]
     obj = np.flatnonzero(objects)
@@ -56,10 +56,7 @@ def containment(prior, points: np.ndarray, objects: np.ndarray, instance: np.nda
     crops = CylinderCrops(points[obj], floor_z, height)
     cylinders, crop_idx = [], []
     for i in ids:
-        xy = points[instance == i, :2]
-        centre = xy.mean(0)
-        radius = min(float(np.linalg.norm(xy - centre, axis=1).max()) + params.context_margin, max_radius + params.context_margin)
-        cylinders.append((float(centre[0]), float(centre[1]), radius))
+        cylinders.append(enclosing_cylinder(points[instance == i, :2], params.context_margin, 0.0, max_radius + params.context_margin))
         crop_idx.append(obj[crops.indices(*cylinders[-1])])
     live = [k for k, idx in enumerate(crop_idx) if len(idx) > 0]
     scores = score_crops(prior, [points[crop_idx[k]] for k in live], reward, rng, full=True, axes=[cylinders[k][:2] for k in live])
