@@ -13,7 +13,19 @@ def grab_image(widget: QWidget) -> QImage:
     return widget.grab().toImage()
 
 
+def require_png(path: Path) -> Path:
+    """The PNG path to write: ".png" added to a bare name, any other suffix refused (checked before
+    a long run, not after it)."""
+    path = Path(path)
+    if not path.suffix:
+        return path.with_suffix(".png")
+    if path.suffix.lower() != ".png":
+        raise EngineError(f"{path.name}: screenshots are written as .png files")
+    return path
+
+
 def grab_to_png(widget: QWidget, path: Path) -> Path:
+    path = require_png(path)
     image = grab_image(widget)
     if image.isNull() or image.width() == 0:
         raise EngineError("the view is empty (is the window shown?)")

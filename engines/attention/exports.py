@@ -59,7 +59,7 @@ def load_vectors(path: Path, causal: bool | None = None, n_q: int | None = None)
             mode = bool(data.get("causal", False)) if causal is None else causal
             return make_mask(np.asarray(data["startend_row_indices"]), mode, data.get("n_q", n_q))
         if suffix == ".npy":
-            arr = np.load(path, allow_pickle=False)
+            arr = _load_npy(path)
         else:
             raise EngineError(f"{path.name}: vectors must be a .npy or .json file")
     except (OSError, ValueError, json.JSONDecodeError) as exc:
@@ -80,10 +80,18 @@ def load_vectors(path: Path, causal: bool | None = None, n_q: int | None = None)
 def load_dense(path: Path, causal: bool | None = None) -> FlashMask:
     """A FlashMask from a boolean .npy dense mask (True = may attend)."""
     try:
-        arr = np.load(path, allow_pickle=False)
+        arr = _load_npy(path)
     except (OSError, ValueError) as exc:
         raise EngineError(f"cannot read {path.name}: {exc}") from exc
     return from_dense(arr, causal)
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """An array from a .npy file; anything else (numpy would take it for a pickle) is refused by name."""
+    with open(path, "rb") as fh:
+        if fh.read(6) != b"\x93NUMPY":
+            raise EngineError(f"{path.name} is not a NumPy .npy array file (it is corrupt or holds something else)")
+    return np.load(path, allow_pickle=False)
 
 
 # Pictures and tables ----------------------------------------------------------------------

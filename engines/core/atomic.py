@@ -33,7 +33,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     On success the temporary file replaces ``path``; on any exception it is removed.
     """
     target = _prepare(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    except OSError as exc:  # a read-only or virtual folder: name the file the user asked for, not our temporary
+        raise EngineError(f"cannot write {target}: {exc.strerror or exc}") from exc
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a finished file gets the usual mode
     os.close(fd)
     tmp = Path(tmp_name)

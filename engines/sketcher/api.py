@@ -72,6 +72,8 @@ def render_png(program: str, size: int, out: str | Path) -> Path:
     """Write the program's render as a black-on-white PNG (atomically)."""
     from PIL import Image
 
+    if Path(out).suffix.lower() != ".png":
+        raise EngineError(f"{Path(out).name}: a render is written as .png (or .svg with 'sketcher render')")
     mask = render(parse(program), check_size(size))
     with atomic_path(out) as tmp:
         Image.fromarray(np.where(mask, 0, 255).astype(np.uint8)).save(tmp, format="PNG")

@@ -32,6 +32,8 @@ def load_target(path: str | Path, size: int = DEFAULT_SIZE) -> np.ndarray:
                 raise EngineError(f"{path.name} is too large ({im.width}x{im.height}); use at most {MAX_PIXELS // 1_000_000} megapixels")
             im.load()
             grey = _to_grey(im)
+    except Image.DecompressionBombError:  # PIL refuses it before our own size check can
+        raise EngineError(f"{path.name} is too large; use at most {MAX_PIXELS // 1_000_000} megapixels") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise EngineError(f"cannot read {path.name} as an image ({exc.__class__.__name__})") from None
     return ink_mask(grey, size)

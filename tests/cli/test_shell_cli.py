@@ -37,6 +37,23 @@ def test_screenshot_rejects_absurd_sizes(cli, tmp_path: Path) -> None:
     assert out.returncode == 2 and out.stderr.startswith("error:") and not (tmp_path / "x.png").exists()
 
 
+def test_screenshot_refuses_a_non_png_name_before_opening_the_window(cli, tmp_path: Path) -> None:
+    out = cli("screenshot", "--out", str(tmp_path / "shot.jpg"))
+    assert out.returncode == 2 and "written as .png" in out.stderr and not list(tmp_path.iterdir())
+    out = cli("screenshot", "--out", str(tmp_path / "shot"), "--json")  # a bare name becomes a .png
+    assert out.returncode == 0 and json.loads(out.stdout)["out"] == str(tmp_path / "shot.png")
+    assert QImage(str(tmp_path / "shot.png")).width() > 0
+
+
+def test_an_unwritable_output_folder_is_one_error_line(cli, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    out = cli("demo", "--out", str(blocker / "sub"), "--methods", "sketcher")
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and lines[-1].startswith("error:") and "Not a directory" in lines[-1]
+    assert "Traceback" not in out.stderr
+
+
 def test_gui_without_a_display_says_so(cli) -> None:
     out = cli("gui", env={"DISPLAY": "", "QT_QPA_PLATFORM": "", "WAYLAND_DISPLAY": ""})
     assert out.returncode == 2 and "no display" in out.stderr

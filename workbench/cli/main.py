@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the file system said no (a read-only folder, a full disk, a path through a file)
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        return 2
 
 
 # Commands -----------------------------------------------------------------------------------
@@ -177,8 +181,9 @@ def _run_and_wait(app, window, name: str, timeout: float) -> str | None:
 
 
 def cmd_screenshot(args: argparse.Namespace) -> None:
-    from workbench.screenshot import grab_to_png
+    from workbench.screenshot import grab_to_png, require_png
 
+    require_png(args.out)
     app, window = _headless_window(args.size)
     target = window
     problem = None

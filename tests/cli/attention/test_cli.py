@@ -93,6 +93,9 @@ def test_vectors_files_with_bad_intervals(cli, tmp_path: Path) -> None:
     _error(cli("attention", "stats", "--vectors", str(tmp_path / "oor.json")), "column 7: LTS=40 is outside the rows 0..32")
     (tmp_path / "junk.json").write_text("{not json")
     _error(cli("attention", "stats", "--vectors", str(tmp_path / "junk.json")), "cannot read junk.json")
+    (tmp_path / "junk.npy").write_bytes(b"random bytes, no .npy header")  # numpy would take it for a pickle
+    _error(cli("attention", "stats", "--vectors", str(tmp_path / "junk.npy")), "junk.npy is not a NumPy .npy array file")
+    _error(cli("attention", "from-dense", str(tmp_path / "junk.npy"), "--out", str(tmp_path / "v.json")), "is not a NumPy .npy array")
 
 
 @pytest.mark.parametrize(

@@ -35,12 +35,13 @@ def test_render_png_and_svg(cli, tmp_path: Path) -> None:
         (["--program", "(Circle 6 8 8)", "--size", "0", "--out", "x.png"], "out of range"),
         (["--program", "(Circle 6 8 8)", "--size", "99999", "--out", "x.png"], "out of range"),
         (["--program", "(Circle 6 8 8)", "--size", "big", "--out", "x.png"], "whole number"),
+        (["--program", "(Circle 6 8 8)", "--out", "x.xyz"], "written as .png"),
     ],
 )
 def test_render_refuses_bad_input(cli, tmp_path: Path, args: list[str], fragment: str) -> None:
-    args = [a if a != "x.png" else str(tmp_path / "x.png") for a in args]
+    args = [str(tmp_path / a) if a.startswith("x.") else a for a in args]
     assert fragment in _error_line(cli("sketcher", "render", *args))
-    assert not (tmp_path / "x.png").exists()
+    assert not (tmp_path / "x.png").exists() and not (tmp_path / "x.xyz").exists()
 
 
 def test_solve_prints_program_iou_renders_seconds(cli, tmp_path: Path) -> None:

@@ -80,6 +80,12 @@ def test_writing_over_a_folder_is_a_user_error(tmp_path: Path) -> None:
         write_json(tmp_path, {"a": 1})
 
 
+def test_a_folder_that_takes_no_files_is_a_user_error_naming_the_target() -> None:
+    """/proc exists but no file can be created in it (as root too): the message names the file asked for."""
+    with pytest.raises(EngineError, match=r"cannot write /proc/result.json"):
+        write_json("/proc/result.json", {"a": 1})
+
+
 @dataclass(frozen=True)
 class Inner:
     x: float = 0.0

@@ -1,6 +1,8 @@
 """Pictures of any size and format become 64x64 targets; unusable files get one clear error."""
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +73,18 @@ def test_unusable_files_are_one_clear_error(tmp_path: Path) -> None:
     for path, message in [(blank, "no drawing"), (empty, "empty"), (junk, "cannot read"), (tmp_path / "missing.png", "no such")]:
         with pytest.raises(EngineError, match=message):
             load_target(path)
+
+
+def test_a_decompression_bomb_is_refused_by_size(tmp_path: Path) -> None:
+    """A tiny file whose header claims 10^10 pixels: PIL refuses it on open, which must read as ours."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    bomb = tmp_path / "bomb.png"
+    header = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 0, 0, 0, 0)
+    bomb.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b""))
+    with pytest.raises(EngineError, match="too large"):
+        load_target(bomb)
 
 
 def test_target_is_boolean_ink() -> None:
