@@ -173,6 +173,7 @@ def _read_text(path: Path) -> str:
 
 # Validation ---------------------------------------------------------------------------------
 MAX_START_OFFSET = 8.0  # metres between the ego start and its route before the route is "unreachable"
+MAX_SPEED = 70.0  # m/s (252 km/h): faster speeds are typos, and they blow up the path look-ups
 
 
 def validate(scenario: Scenario) -> None:
@@ -189,7 +190,7 @@ def validate(scenario: Scenario) -> None:
             arr = np.asarray(pts, dtype=float)
             if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] != 2 or not np.isfinite(arr).all():
                 raise EngineError(f"lane '{lane.id}' needs a {name} of at least two finite [x, y] points")
-        if not (0.0 < lane.speed_limit < 70.0):
+        if not (0.0 < lane.speed_limit < MAX_SPEED):
             raise EngineError(f"lane '{lane.id}' has an impossible speed limit {lane.speed_limit} m/s")
         for ref in (*lane.successors, lane.left_neighbor, lane.right_neighbor):
             if ref is not None and ref not in known:
@@ -208,6 +209,8 @@ def validate(scenario: Scenario) -> None:
     ego = scenario.ego
     if not all(np.isfinite([ego.x, ego.y, ego.heading, ego.speed])) or ego.speed < 0:
         raise EngineError("the ego start state must be finite with a non-negative speed")
+    if ego.speed >= MAX_SPEED:
+        raise EngineError(f"the ego starts at an impossible speed {ego.speed:g} m/s (at most {MAX_SPEED:g})")
     first = np.asarray(scenario.lane(scenario.route[0]).centerline, dtype=float)
     gap = _distance_to_polyline(np.array([ego.x, ego.y]), first)
     if gap > MAX_START_OFFSET:
@@ -232,6 +235,8 @@ def validate(scenario: Scenario) -> None:
             arr = np.asarray(states, dtype=float).reshape(-1, 4) if states else np.zeros((0, 4))
             if arr.shape[1:] != (4,) or not np.isfinite(arr).all():
                 raise EngineError(f"agent {agent.id} has states that are not finite [x, y, heading, speed] rows")
+            if len(arr) and np.abs(arr[:, 3]).max() >= MAX_SPEED:
+                raise EngineError(f"agent {agent.id} has an impossible speed {np.abs(arr[:, 3]).max():g} m/s (at most {MAX_SPEED:g})")
         for lane_id in agent.route:
             if lane_id not in known:
                 raise EngineError(f"agent {agent.id} follows lane '{lane_id}', which the scene does not have")

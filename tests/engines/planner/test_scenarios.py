@@ -14,7 +14,7 @@ from engines.planner.procedural import TYPES, generate, suite_scenarios
 from engines.planner.scenario import load_scenario_json, scenario_from_dict, scenario_to_dict
 from engines.planner.scene import Scene
 
-from .helpers import scenario
+from .helpers import agent, scenario
 
 CR = resource_path("planner", "commonroad")
 
@@ -80,6 +80,18 @@ def test_empty_scene_is_one_clear_error() -> None:
     data = scenario_to_dict(scenario())
     data["lanes"] = []
     with pytest.raises(EngineError, match="empty"):
+        scenario_from_dict(data)
+
+
+def test_impossible_speeds_are_one_clear_error() -> None:
+    """A typo like 1e9 m/s once ran the simulator out of memory (the path look-ups grow with speed)."""
+    data = scenario_to_dict(scenario())
+    data["ego"]["speed"] = 1e9
+    with pytest.raises(EngineError, match="ego starts at an impossible speed"):
+        scenario_from_dict(data)
+    data = scenario_to_dict(scenario(agents=(agent(1, 80.0, 0.0, 10.0),)))
+    data["agents"][0]["history"][-1][3] = -500.0
+    with pytest.raises(EngineError, match=r"agent \S+ has an impossible speed 500"):
         scenario_from_dict(data)
 
 
