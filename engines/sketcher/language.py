@@ -12,6 +12,8 @@ from engines.core import EngineError
 
 from .vocab import ADD, ANG0, ANG_CHARS, CIRCLE, NUM0, NUM_CHARS, QUAD, SUB, Tokens, arity
 
+MAX_DEPTH = 100  # operators nested in one another: the tree walks recurse, and no drawing needs more
+
 _READABLE = {"$END": "the end of the program", "LPAR": "'('", "RPAR": "')'", "SPACE": "' '", "OP": "'+' or '-'", "NUM": "a number 0-F", "ANG": "an angle G-N"}
 
 
@@ -55,6 +57,7 @@ def parse(text: str) -> Tokens:
     offset = len(text) - len(text.lstrip())
     if not stripped:
         raise EngineError("the program is empty")
+    _check_depth(stripped, offset)
     try:
         tree = _parser().parse(stripped)
     except lark.exceptions.UnexpectedInput as exc:
@@ -62,6 +65,17 @@ def parse(text: str) -> Tokens:
     out: list[int] = []
     _emit(tree, out)
     return tuple(out)
+
+
+def _check_depth(text: str, offset: int) -> None:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+            if depth > MAX_DEPTH + 1:  # + 1: the primitive's own parentheses
+                raise EngineError(f"the program nests too deeply at position {i + offset + 1}: at most {MAX_DEPTH} operators inside one another")
+        elif ch == ")":
+            depth -= 1
 
 
 def _emit(node, out: list[int]) -> None:

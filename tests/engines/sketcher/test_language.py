@@ -7,7 +7,7 @@ import pytest
 
 from engines.core import EngineError
 from engines.sketcher.edits import random_program
-from engines.sketcher.language import error_position, parse, to_text
+from engines.sketcher.language import MAX_DEPTH, error_position, parse, to_text
 from engines.sketcher.vocab import ADD, CIRCLE, NUM0, QUAD, SUB
 
 
@@ -50,3 +50,15 @@ def test_parse_errors_name_the_position(text: str, position: int, fragment: str)
 def test_empty_program_is_an_error() -> None:
     with pytest.raises(EngineError, match="empty"):
         parse("   ")
+
+
+def test_nesting_is_bounded_with_its_position() -> None:
+    """Thousands of nested operators once blew Python's recursion limit; 100 still parse and render."""
+    def chain(n: int) -> str:
+        return "(+ (Circle 1 1 1) " * n + "(Circle 1 1 1)" + ")" * n
+
+    assert len(parse(chain(MAX_DEPTH))) == MAX_DEPTH + 4 * (MAX_DEPTH + 1)  # one token per operator, four per circle
+    assert to_text(parse(chain(MAX_DEPTH))) == chain(MAX_DEPTH)
+    with pytest.raises(EngineError, match="nests too deeply") as info:
+        parse(chain(3000))
+    assert error_position(str(info.value)) == 18 * MAX_DEPTH + 4  # the circle one level too deep
