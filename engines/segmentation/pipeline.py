@@ -17,10 +17,16 @@ from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, 
 from .agent import AgentParams, Trajectory, enclosing_cylinder, run_agent
 from .masks import DedupParams, deduplicate, labels_from_masks
 from .merging import MergeParams, merge_parts
+from .neighbours import thinned
 from .objectness import RewardParams, score_crops
 from .planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
 from .pointio import PointCloud
 from .ranking import RankParams, ranked_scores
+
+# A scan denser than this is thinned before the search: the procedural rooms hold 20-40 points
+# within 0.15 m of a point on average, a dense scan of a single chair thousands.
+DENSITY_RADIUS = 0.15  # m, the mask link (RewardParams.component)
+MAX_NEIGHBOURS = 100
 
 METHODS: tuple[str, ...] = ("grabs", "dbscan")
 VARIANTS: tuple[str, ...] = ("grabs", "grabs_ppo", "dbscan")  # what the panel and the benchmark offer
@@ -251,10 +257,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
     if n_all < 100:
         raise EngineError(f"the cloud has only {n_all} points; at least 100 are needed to segment it")
     rng = np.random.default_rng(params.seed)
-    if n_all > params.max_points:
-        sub = np.sort(rng.choice(n_all, params.max_points, replace=False))
-    else:
-        sub = np.arange(n_all)
+    sub = _search_points(all_points, params, rng)
     points = all_points[sub]
     progress(0.02, "removing floor and walls")
     keep, planes, floor_z = remove_planes(points, params.planes, params.seed)
@@ -310,6 +313,13 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
     )
 
 
+def _search_points(points: np.ndarray, params: SegmentParams, rng: np.random.Generator) -> np.ndarray:
+    """Indices of the points the search runs on (labels are carried to the rest afterwards): at most
+    ``max_points`` of them, and no denser than ``MAX_NEIGHBOURS`` within a mask link on average."""
+    sub = np.arange(len(points)) if len(points) <= params.max_points else np.sort(rng.choice(len(points), params.max_points, replace=False))
+    return sub[thinned(points[sub], DENSITY_RADIUS, MAX_NEIGHBOURS)]
+
+
 def _agent(params: SegmentParams):
     """`run_agent`, or the same contract with the learned PPO policy choosing the actions."""
     if params.agent.policy == "search":
@@ -346,7 +356,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     prior = load_prior(Path(params.prior) if params.prior else None)
     rng = np.random.default_rng(params.seed)
     progress(0.1, "removing floor and walls")
-    sub = np.arange(len(points)) if len(points) <= params.max_points else np.sort(rng.choice(len(points), params.max_points, replace=False))
+    sub = _search_points(points, params, rng)
     keep, planes, floor_z = remove_planes(points[sub], params.planes, params.seed)
     obj_idx = sub[keep]
     cancel.raise_if_cancelled()
