@@ -30,7 +30,7 @@ class RewardParams:
     max_radius: float = 1.5  # GrabS: 1.1 for its categories; ours reach 1.3 (sofas) and 1.5 (beds)
     component: float = 0.15  # keep one connected part of the mask, the one at the axis (link distance, m); 0 = off
     reject_cut: bool = True  # invalid if the masked object goes on past the cylinder's wall
-    grow: float = 3.0  # final masks: add connected points within grow x mask_threshold (1 = off)
+    grow: float = 3.0  # final segments (after both searches; and whole-crop scores): add connected points within grow x mask_threshold (1 = off)
 
     def __post_init__(self) -> None:
         if not 0 < self.mask_threshold < 0.5 or not 0 < self.found_threshold < 1.0:

@@ -15,7 +15,7 @@ import numpy as np
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, scaled
 
 from .agent import AgentParams, Trajectory, enclosing_cylinder, run_agent
-from .masks import DedupParams, deduplicate, labels_from_masks
+from .masks import DedupParams, deduplicate, grow_segments, labels_from_masks
 from .merging import MergeParams, merge_parts
 from .neighbours import thinned
 from .objectness import RewardParams, score_crops
@@ -143,10 +143,12 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Score each candidate's whole cylinder, keep the found ones, deduplicate, label the points.
 
-    Returns instance, score and prior residual per point (of ``points``).
+    Returns instance, score and prior residual per point (of ``points``). The masks are not grown
+    here: ``_grown`` grows the segments once both searches are done.
     """
     from .agent import CylinderCrops
 
+    params = replace(params, reward=replace(params.reward, grow=1.0))
     n = len(points)
     residual = np.full(n, np.nan, np.float32)
     if not candidates:
@@ -166,6 +168,15 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
     kept = deduplicate(masks, confs, params.dedup)
     instance, score, _ = labels_from_masks(n, masks, confs, kept, params.dedup.min_points)
     return instance, score, residual
+
+
+def _grown(points: np.ndarray, instance: np.ndarray, score: np.ndarray, residual: np.ndarray,
+           params: SegmentParams) -> tuple[np.ndarray, np.ndarray]:
+    """The segments grown through the points the prior decodes near a surface (`masks.grow_segments`)."""
+    reward = params.reward
+    if reward.grow <= 1.0:
+        return instance, score
+    return grow_segments(points, instance, score, residual, reward.grow * reward.mask_threshold, reward.component)
 
 
 def _merged(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, params: SegmentParams,
@@ -296,6 +307,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             candidates += [Candidate(len(trajs) + i, *t.state, second=True) for i, t in enumerate(trajs2)]
             trajs, anchors = trajs + trajs2, np.concatenate([anchors, more])
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
+        inst, sc = _grown(obj, inst, sc, res, params)
         inst, sc = _merged(prior, obj, inst, sc, params, rng)
         instance[obj_idx], score[obj_idx], residual[obj_idx] = inst, sc, res
         instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
@@ -364,6 +376,7 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     first = [c for c in result.candidates if not c.second]
     inst, sc, res = finalize(prior, points[obj_idx], floor_z, first, params, rng)
     inst, sc, res = _second_masks(prior, points[obj_idx], floor_z, list(result.candidates), params, rng, (inst, sc, res))
+    inst, sc = _grown(points[obj_idx], inst, sc, res, params)
     inst, sc = _merged(prior, points[obj_idx], inst, sc, params, rng)
     n = len(sub)
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)

@@ -14,6 +14,7 @@ from engines.segmentation.objectness import RewardParams, score_crops
 from engines.segmentation.pipeline import Candidate, DbscanParams, SegmentParams, resegment, segment
 from engines.segmentation.pointio import PointCloud
 from engines.segmentation.prior import load_prior
+from engines.segmentation.ranking import RankParams
 from engines.segmentation.scenes import generate_scene
 
 SMALL = SegmentParams(agent=AgentParams(anchors=6))
@@ -165,10 +166,11 @@ def test_segmentation_runs_a_second_search_and_keeps_it_when_rethresholded(room)
 
 
 def test_rescoring_with_new_thresholds(cloud, result) -> None:
-    loose = replace(SMALL, reward=replace(SMALL.reward, found_threshold=0.3))
+    loose = replace(SMALL, reward=replace(SMALL.reward, found_threshold=0.3), rank=RankParams(enabled=False))
     again = resegment(result, cloud, loose)
     assert again.segments and again.trajectories == result.trajectories  # no new search
-    assert all(seg.score >= 0.5 for seg in again.segments)  # found: distance <= threshold, confidence >= 0.5
+    # Unranked, a segment's score is its objectness confidence: found means distance <= threshold, confidence >= 0.5.
+    assert all(seg.score >= 0.5 for seg in again.segments)
     strict = resegment(result, cloud, replace(SMALL, reward=replace(SMALL.reward, found_threshold=1e-4)))
     assert not strict.segments and not strict.instance.any()
     with pytest.raises(Exception, match="GrabS"):

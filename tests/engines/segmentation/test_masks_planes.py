@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engines.segmentation.masks import DedupParams, deduplicate, labels_from_masks
+from engines.segmentation.masks import DedupParams, deduplicate, grow_segments, labels_from_masks
 from engines.segmentation.planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
 from engines.segmentation.scenes import generate_scene
 
@@ -134,6 +134,28 @@ def test_final_masks_grow_through_near_surface_points_only() -> None:
     np.testing.assert_array_equal(grown, np.arange(20))
     off = _grown(pts, np.arange(10), residual, RewardParams(mask_threshold=0.02, grow=2.0), link=0.1)
     np.testing.assert_array_equal(off, np.arange(10))  # 0.05 > 2 x 0.02: nothing to add
+
+
+def test_segments_grow_through_near_surface_points_to_their_own_side() -> None:
+    """Two segments on a row of points 5 cm apart with unlabelled points between and beyond them:
+    near-surface points join the segment they connect to (the nearer one where both reach), never
+    across far-from-surface points, never a labelled point of another segment."""
+    pts = np.zeros((60, 3))
+    pts[:, 0] = np.arange(60) * 0.05
+    instance = np.zeros(60, np.int32)
+    instance[0:10], instance[30:40] = 1, 2
+    score = np.where(instance == 1, 0.9, np.where(instance == 2, 0.4, 0.0)).astype(np.float32)
+    residual = np.full(60, 0.01)
+    residual[instance > 0] = np.nan  # labelled points keep their label whatever their residual
+    residual[24] = 0.5  # a point far from any decoded surface: a gap the growth does not cross
+    residual[50:] = 0.2  # beyond segment 2: off the surface
+    grown, grown_score = grow_segments(pts, instance, score, residual, threshold=0.06, link=0.06)
+    np.testing.assert_array_equal(grown[10:24], 1)  # reached from segment 1 (one link at a time)
+    assert grown[24] == 0 and (grown[25:30] == 2).all() and (grown[40:50] == 2).all() and (grown[50:] == 0).all()
+    np.testing.assert_array_equal(grown[instance > 0], instance[instance > 0])
+    assert grown_score[12] == np.float32(0.9) and grown_score[45] == np.float32(0.4)
+    unchanged, _ = grow_segments(pts, instance, score, residual, threshold=0.005, link=0.06)
+    np.testing.assert_array_equal(unchanged, instance)
 
 
 def test_the_mask_part_kept_is_the_one_at_the_cylinder_axis() -> None:
