@@ -4,7 +4,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from PySide6.QtGui import QImage
+
+from engines.core import resource_path
 
 
 def test_info_json_is_exactly_one_object(cli) -> None:
@@ -45,13 +48,29 @@ def test_screenshot_refuses_a_non_png_name_before_opening_the_window(cli, tmp_pa
     assert QImage(str(tmp_path / "shot.png")).width() > 0
 
 
-def test_an_unwritable_output_folder_is_one_error_line(cli, tmp_path: Path) -> None:
+def test_an_unwritable_output_is_one_error_line_before_any_work(cli, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     out = cli("demo", "--out", str(blocker / "sub"), "--methods", "sketcher")
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2 and lines[-1].startswith("error:") and "Not a directory" in lines[-1]
-    assert "Traceback" not in out.stderr
+    assert out.returncode == 2 and out.stderr.strip() == f"error: cannot write {blocker / 'sub'}: {blocker} is a file, not a folder"
+    # /proc takes no new files, even from root: refused before the segmentation runs (no progress line).
+    out = cli("segmentation", "run", str(resource_path("segmentation", "example_scene.ply")), "--out", "/proc/labelled.ply")
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "error: cannot write /proc/labelled.ply: no file can be created in /proc (No such file or directory)"]
+
+
+def test_output_paths_are_checked_without_leaving_anything_behind(tmp_path: Path) -> None:
+    from engines.core import EngineError
+    from workbench.cli.common import output_file, output_folder
+
+    assert output_file(str(tmp_path / "new" / "deeper" / "x.json")) == tmp_path / "new" / "deeper" / "x.json"
+    assert output_folder(str(tmp_path / "runs")) == tmp_path / "runs"
+    assert list(tmp_path.iterdir()) == []  # nothing created by the check (the command creates what it writes)
+    with pytest.raises(EngineError, match="it is a folder"):
+        output_file(str(tmp_path))
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(EngineError, match="is a file, not a folder"):
+        output_folder(str(tmp_path / "f"))
 
 
 def test_gui_without_a_display_says_so(cli) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from engines.core import CancelToken, EngineError, ProgressFn
 
-from .common import add_command, add_group, cli_job, existing_file, output
+from .common import add_command, add_group, cli_job, existing_file, output, output_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     export = add_command(group, "export", cmd_export, "write a mask as .npy/.json vectors, a .png, or a Python snippet")
     _mask_args(export)
-    export.add_argument("--out", required=True, type=Path, help="file to write (.npy, .json, .png or .py)")
+    export.add_argument("--out", required=True, type=output_file, help="file to write (.npy, .json, .png or .py)")
     export.add_argument(
         "--format", choices=("npy", "json", "png", "paddle", "flex", "dense"),
         help="what to write (default: from the suffix; .py is the Paddle snippet; dense: the boolean N x N mask as .npy)",
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     convert = add_command(group, "from-dense", cmd_from_dense, "turn a boolean dense mask (.npy, True = may attend) into FlashMask vectors")
     convert.add_argument("dense", type=existing_file, help="boolean .npy of shape [N_q, N_k] or [B, H, N_q, N_k]")
-    convert.add_argument("--out", required=True, type=Path, help="vectors to write (.json or .npy)")
+    convert.add_argument("--out", required=True, type=output_file, help="vectors to write (.json or .npy)")
     convert.add_argument("--causal", choices=("auto", "yes", "no"), default="auto", help="mode of the result (default: pick)")
 
     bench = add_command(group, "bench", cmd_bench, "time the CPU backends on library masks (interleaved repeats, ratios, goals)")
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--repeats", type=int, default=5, help="timed repeats per backend and mask (default 5)")
     bench.add_argument("--warmup", type=int, default=1)
     bench.add_argument("--threads", type=int, default=0, help="torch threads (default: every core)")
-    bench.add_argument("--csv", type=Path, help="also write the table as CSV")
+    bench.add_argument("--csv", type=output_file, help="also write the table as CSV")
 
 
 def _mask_args(parser: argparse.ArgumentParser) -> None:

@@ -116,6 +116,41 @@ def existing_file(value: str) -> Path:
     return path
 
 
+def output_file(value: str) -> Path:
+    """argparse type: a file the command will write; refused now, not after a long run, when it
+    names a folder or lies where nothing can be written."""
+    path = Path(value)
+    if path.is_dir():
+        raise EngineError(f"cannot write {value}: it is a folder")
+    _check_writable(path.parent, value)
+    return path
+
+
+def output_folder(value: str) -> Path:
+    """argparse type: a folder the command will write into (created when missing)."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise EngineError(f"cannot write into {value}: it is a file, not a folder")
+    _check_writable(path, value)
+    return path
+
+
+def _check_writable(folder: Path, value: str) -> None:
+    """Try a scratch file in the nearest folder that exists (the command creates the rest)."""
+    import tempfile
+
+    existing = folder if str(folder) else Path(".")
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise EngineError(f"cannot write {value}: {existing} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise EngineError(f"cannot write {value}: no file can be created in {existing} ({exc.strerror or exc})") from None
+
+
 def parse_size(value: str) -> tuple[int, int]:
     """'1280x800' -> (1280, 800), with sane bounds."""
     try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from engines.core import METHODS, Cancelled, EngineError
 
-from .common import ArgumentParser, add_command, cli_job, output, parse_size
+from .common import ArgumentParser, add_command, cli_job, output, output_file, output_folder, parse_size
 
 
 def build_parser() -> ArgumentParser:
@@ -27,13 +27,13 @@ def build_parser() -> ArgumentParser:
 
     shot = add_command(sub, "screenshot", cmd_screenshot, "render the window or one panel to a PNG")
     shot.add_argument("--panel", choices=METHODS, help="only this panel (default: the whole window)")
-    shot.add_argument("--out", required=True, type=Path, help="PNG file to write")
+    shot.add_argument("--out", required=True, type=output_file, help="PNG file to write")
     shot.add_argument("--size", default="1280x820", help="window size WIDTHxHEIGHT (default 1280x820)")
     shot.add_argument("--run", action="store_true", help="run the panel's example first and wait for it")
     shot.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for --run or a panel's start-up job (default 300)")
 
     demo = add_command(sub, "demo", cmd_demo, "run every available method on its example; write exports and screenshots")
-    demo.add_argument("--out", required=True, type=Path, help="folder to write into")
+    demo.add_argument("--out", required=True, type=output_folder, help="folder to write into")
     demo.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset (default: all)")
 
     bench = add_command(sub, "bench", cmd_bench, "shell benchmark: cold start to first paint, UI stall under a torch job")

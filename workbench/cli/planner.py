@@ -6,7 +6,7 @@ from pathlib import Path
 
 from engines.core import EngineError
 
-from .common import add_command, add_group, cli_job, existing_file, output
+from .common import add_command, add_group, cli_job, existing_file, output, output_file
 
 
 SHIPPED_EPISODES = 960  # expert episodes the shipped checkpoint was trained on (data and train defaults)
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--steps", type=int, default=10, help="DPM-Solver++ steps (default 10)")
     run.add_argument("--reactive", action="store_true", help="agents react (IDM) instead of replaying their log")
     run.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
-    run.add_argument("--out", type=Path, help="episode file to write (.json)")
+    run.add_argument("--out", type=output_file, help="episode file to write (.json)")
 
     suite = add_command(group, "suite", cmd_suite, "benchmark planners on procedural scenarios and the CommonRoad files")
     suite.add_argument("--n", type=int, default=104, help="number of procedural scenarios (default 104: 13 per type)")
@@ -36,11 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
     suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60; 0 skips it)")
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
-    suite.add_argument("--out", type=Path, help="also write the JSON result to this file")
+    suite.add_argument("--out", type=output_file, help="also write the JSON result to this file")
 
     video = add_command(group, "video", cmd_video, "render an episode to .mp4 or .gif")
     video.add_argument("episode", type=existing_file, help="episode .json written by 'planner run'")
-    video.add_argument("out", type=Path, help="output .mp4 or .gif")
+    video.add_argument("out", type=output_file, help="output .mp4 or .gif")
     video.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
     video.add_argument("--size", default="800x600", help="frame size WIDTHxHEIGHT (default 800x600)")
 
@@ -52,12 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.add_argument("--episodes", type=int, default=SHIPPED_EPISODES,
                       help=f"episodes to simulate (default {SHIPPED_EPISODES}, {SHIPPED_EPISODES // 8} per type: the shipped model's data)")
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
-    data.add_argument("--out", type=Path, required=True, help="output .npz")
+    data.add_argument("--out", type=output_file, required=True, help="output .npz")
     data.add_argument("--workers", type=int, default=2, help="processes simulating episodes side by side (default 2; the file does not depend on it)")
 
     train = add_command(group, "train", cmd_train, "train the diffusion planner (resumes from --out when it exists)")
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
-    train.add_argument("--out", type=Path, required=True, help="training checkpoint (.pt); resumed when it exists")
+    train.add_argument("--out", type=output_file, required=True, help="training checkpoint (.pt); resumed when it exists")
     train.add_argument("--data", type=Path, default=Path("planner-data.npz"), help="expert data .npz (generated first if missing)")
     train.add_argument("--episodes", type=int, default=SHIPPED_EPISODES, help=f"episodes to generate when --data is missing (default {SHIPPED_EPISODES})")
     train.add_argument("--workers", type=int, default=2, help="processes generating missing data (default 2)")

@@ -7,7 +7,7 @@ from typing import Any
 
 from engines.core import EngineError, ProgressFn, CancelToken
 
-from .common import add_command, add_group, cli_job, existing_file, output
+from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,13 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     scenes = add_command(group, "scenes", cmd_scenes, "write procedural benchmark rooms (PLY with a ground-truth 'instance' field)")
     scenes.add_argument("--n", type=int, default=10, help="how many rooms (default 10)")
     scenes.add_argument("--seed", type=int, default=0, help="seed of the first room (default 0)")
-    scenes.add_argument("--out", type=Path, required=True, help="folder to write scene_NNN.ply / .json into")
+    scenes.add_argument("--out", type=output_folder, required=True, help="folder to write scene_NNN.ply / .json into")
     scenes.add_argument("--points", type=int, default=20000, help="points per room (default 20000)")
 
     run = add_command(group, "run", cmd_run, "segment a point cloud (PLY/PCD/XYZ/PTS/NPZ) and write a labelled PLY")
     run.add_argument("scene", type=existing_file, help="input point cloud")
     run.add_argument("--method", choices=("grabs", "dbscan"), default="grabs", help="GrabS agent (default) or the DBSCAN baseline")
-    run.add_argument("--out", type=Path, required=True, help="labelled output (.ply keeps 'instance' and 'score')")
+    run.add_argument("--out", type=output_file, required=True, help="labelled output (.ply keeps 'instance' and 'score')")
     run.add_argument("--summary", type=Path, help="also write the JSON summary to this file")
     run.add_argument("--scannet", type=Path, help="also write the ScanNet benchmark layout into this folder")
     run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
@@ -45,14 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
-    train.add_argument("--out", type=Path, required=True, help="checkpoint to write (and resume from when it exists)")
+    train.add_argument("--out", type=output_file, required=True, help="checkpoint to write (and resume from when it exists)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
     train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
 
     policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
     policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
-    policy.add_argument("--out", type=Path, required=True, help="policy checkpoint to write")
+    policy.add_argument("--out", type=output_file, required=True, help="policy checkpoint to write")
     policy.add_argument("--seed", type=int, default=0, help="random seed; also picks the training rooms (default 0)")
     policy.add_argument("--rooms", type=int, default=32, help="training rooms held at once, a rolling pool (default 32)")
     policy.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")

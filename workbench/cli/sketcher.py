@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import add_command, add_group, cli_job, existing_file, output
+from .common import add_command, add_group, cli_job, existing_file, output, output_file
 
 if TYPE_CHECKING:
     from engines.sketcher.data import DataConfig
@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     train = add_command(group, "train", cmd_train, "train the edit model for a wall-clock budget; resumes from --out when it exists")
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
-    train.add_argument("--out", type=Path, required=True, help="checkpoint file to write (and resume from)")
+    train.add_argument("--out", type=output_file, required=True, help="checkpoint file to write (and resume from)")
     train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     train.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     train.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--no-residual", dest="residual", action="store_false",
                        help="polish numbers only, without parts fitted to the wrong pixels")
     solve.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    solve.add_argument("--out", type=Path, help="also write the found program's render to this PNG")
+    solve.add_argument("--out", type=output_file, help="also write the found program's render to this PNG")
 
     bench = add_command(group, "bench", cmd_bench, "edit model vs random-mutation baseline on fresh seeded targets, same search")
     bench.add_argument("--targets", type=int, default=20, help="targets per primitive count (default 20)")
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
     render.add_argument("--program", required=True, help="CSG2D text, e.g. \"(- (Circle 6 8 8) (Quad 8 8 2 2 H))\"")
     render.add_argument("--size", default="64", help="image side in pixels (default 64)")
-    render.add_argument("--out", type=Path, required=True, help="PNG or SVG file to write")
+    render.add_argument("--out", type=output_file, required=True, help="PNG or SVG file to write")
 
 
 def cmd_train(args: argparse.Namespace) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from engines.core import EngineError, to_jsonable
 from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams
 
-from .common import add_command, add_group, cli_job, existing_file, output
+from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder
 
 SHIPPED_RUN = "cbsom.topomap.pt"
 
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train = add_command(group, "train", cmd_train, "train one network and write its run file (resumes an interrupted run)")
     train.add_argument("--method", choices=METHODS, default="cbsom", help="self-organisation rule (default cbsom)")
     train.add_argument("--seed", type=int, default=0, help="seed of the network and batch order (default 0)")
-    train.add_argument("--out", type=Path, required=True, help="run file to write (*.topomap.pt)")
+    train.add_argument("--out", type=output_file, required=True, help="run file to write (*.topomap.pt)")
     train.add_argument("--fresh", action="store_true", help="ignore a checkpoint left by an interrupted run")
     _schedule_flags(train)
 
@@ -72,13 +72,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     comp.add_argument("--seeds", type=int, default=3, help="seeds per method (default 3)")
     comp.add_argument("--first-seed", type=int, default=0, help="first seed (default 0): seeds run from it upwards")
     comp.add_argument("--methods", type=str, default=",".join(METHODS), help="comma-separated methods (default all)")
-    comp.add_argument("--out", type=Path, default=None, help="folder to keep every run file in (a rerun reuses and resumes them)")
+    comp.add_argument("--out", type=output_folder, default=None, help="folder to keep every run file in (a rerun reuses and resumes them)")
     comp.add_argument("--save", type=Path, default=None, help="also write the result JSON here (for the panel's scatter plot)")
     _schedule_flags(comp)
 
     maps = add_command(group, "maps", cmd_maps, "write a run's maps: PNG images, maps.npz, units.csv and weights.npz")
     maps.add_argument("run", type=existing_file, help="a run file (*.topomap.pt)")
-    maps.add_argument("--out", type=Path, required=True, help="folder to write into")
+    maps.add_argument("--out", type=output_folder, required=True, help="folder to write into")
 
 
 def _check_out(path: Path) -> None:
