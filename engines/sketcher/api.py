@@ -68,12 +68,18 @@ def solve_target(target: np.ndarray, request: SolveRequest = SolveRequest(), pro
     return solve(target, proposer, request.params, progress, cancel, on_update)
 
 
+def png_path(out: str | Path) -> Path:
+    """The path a render is written to as PNG; refused when its name says another format."""
+    if Path(out).suffix.lower() != ".png":
+        raise EngineError(f"{Path(out).name}: a render is written as .png (or .svg with 'sketcher render')")
+    return Path(out)
+
+
 def render_png(program: str, size: int, out: str | Path) -> Path:
     """Write the program's render as a black-on-white PNG (atomically)."""
     from PIL import Image
 
-    if Path(out).suffix.lower() != ".png":
-        raise EngineError(f"{Path(out).name}: a render is written as .png (or .svg with 'sketcher render')")
+    png_path(out)
     mask = render(parse(program), check_size(size))
     with atomic_path(out) as tmp:
         Image.fromarray(np.where(mask, 0, 255).astype(np.uint8)).save(tmp, format="PNG")

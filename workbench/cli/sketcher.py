@@ -104,15 +104,14 @@ def _size(value: str) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> None:
-    from engines.core import EngineError
-    from engines.sketcher.api import SolveRequest, solve_target
+    from engines.sketcher.api import SolveRequest, png_path, solve_target
     from engines.sketcher.image_input import load_target
     from engines.sketcher.search import SearchParams
 
     params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed, polish_after=args.polish_after, residual=args.residual)
     params.check()
-    if args.out and args.out.suffix.lower() != ".png":
-        raise EngineError(f"{args.out.name}: the found program's render is written as .png")
+    if args.out:
+        png_path(args.out)  # refused before the search, not after it
     target = load_target(args.target)
     with cli_job(args, "solve ") as (progress, cancel):
         result = solve_target(target, SolveRequest(params, args.proposer, str(args.checkpoint or "")), progress, cancel)
