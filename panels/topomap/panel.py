@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -262,13 +263,22 @@ class TopomapPanel(MethodPanel):
         kl.addWidget(self.kernels)
 
         unit = QGroupBox("Unit")
-        ul = QGridLayout(unit)
+        # The details scroll when the window is short rather than drawing over one another.
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        details = QWidget()
+        scroll.setWidget(details)
+        QVBoxLayout(unit).addWidget(scroll)
+        ul = QGridLayout(details)
+        ul.setContentsMargins(0, 0, 0, 0)
         self.unit_title = QLabel("Click a unit on the map.")
         self.unit_title.setWordWrap(True)
         self.tuning_plot = small_plot("Orientation tuning", "response", "orientation (°)")
         self.class_plot = small_plot("Mean response per class", "", "")
         for plot in (self.tuning_plot, self.class_plot):
-            plot.setMinimumHeight(130)
+            plot.setFixedHeight(140)
         self.top = PixmapLabel()
         self.top.setFixedHeight(40)
         self.neighbours = QLabel("")
@@ -277,10 +287,12 @@ class TopomapPanel(MethodPanel):
         ul.addWidget(self.unit_title, 0, 0, 1, 2)
         ul.addWidget(self.tuning_plot, 1, 0)
         ul.addWidget(self.class_plot, 1, 1)
-        ul.addWidget(QLabel("Top held-out stimuli (tuning, class means and stimuli: final network):"), 2, 0, 1, 2)
+        caption = QLabel("Top held-out stimuli (tuning, class means and stimuli: final network):")
+        caption.setWordWrap(True)
+        ul.addWidget(caption, 2, 0, 1, 2)
         ul.addWidget(self.top, 3, 0, 1, 2)
         ul.addWidget(self.neighbours, 4, 0, 1, 2)
-        ul.setRowStretch(1, 1)
+        ul.setRowStretch(5, 1)
         holder = QWidget()
         bottom = QHBoxLayout(holder)
         bottom.setContentsMargins(0, 0, 0, 0)
@@ -552,7 +564,7 @@ class TopomapPanel(MethodPanel):
             colour = pg.intColor(j, hues=len(self.view.frequencies), values=1, maxValue=200)
             self.tuning_plot.plot(orientations, detail.tuning[k, :, j], pen=pg.mkPen(colour, width=2))
             keys.append(f"<span style='color: {colour.name()}'>{freq:g}</span>")
-        self.tuning_plot.setTitle(f"Tuning at {' '.join(keys)} c/img", color="#222", size="9pt")
+        self.tuning_plot.setTitle(f"c/img {' '.join(keys)}", color="#222", size="9pt")
         means = detail.class_means[k]
         self.class_plot.addItem(pg.BarGraphItem(x=np.arange(len(means)), height=means, width=0.7, brush=(31, 119, 180)))
         self.class_plot.getAxis("bottom").setTicks([[(i, c) for i, c in enumerate(classes)]])
