@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QStyle, QToolButton, QVBoxLayout, QWidget
 
 if TYPE_CHECKING:
     from workbench.jobs import JobManager, JobRunner
@@ -63,6 +63,21 @@ class MessageBar(QWidget):
     @property
     def text(self) -> str:
         return self.label.text() if self.isVisible() or self.level else ""
+
+
+def side_scroll(content: QWidget, max_width: int | None = None) -> QScrollArea:
+    """A column of controls that scrolls vertically and is never narrower than its widgets
+    (a horizontal scroll bar there would hide the spin boxes' arrows and combo boxes' ends)."""
+    scroll = QScrollArea()
+    scroll.setWidget(content)
+    scroll.setWidgetResizable(True)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    bar = scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+    width = content.minimumSizeHint().width() + bar + 2 * scroll.frameWidth()
+    scroll.setMinimumWidth(width)
+    if max_width is not None:
+        scroll.setMaximumWidth(max(width, max_width))
+    return scroll
 
 
 class MethodPanel(QWidget):

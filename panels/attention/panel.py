@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QScrollArea,
     QSpinBox,
     QSplitter,
     QTableView,
@@ -38,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from engines.attention import library
-from panels.base import MethodPanel, PanelContext
+from panels.base import MethodPanel, PanelContext, side_scroll
 
 from .vectors_model import VectorsModel
 from .views import TILE_NAMES, HeatMap, SweepPlot, VectorPlot
@@ -121,12 +120,7 @@ class AttentionPanel(MethodPanel):
         side.addWidget(self._timing_box())
         side.addWidget(self._readout_box())
         side.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidget(controls)
-        scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(370)
-        scroll.setMaximumWidth(430)
-        outer.addWidget(scroll)
+        outer.addWidget(side_scroll(controls, max_width=430))
 
         self.heatmap = HeatMap()
         self.heatmap.painted.connect(self._on_paint)

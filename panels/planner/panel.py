@@ -15,14 +15,14 @@ from PySide6.QtCore import QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget,
-    QListWidgetItem, QProgressBar, QPushButton, QScrollArea, QSlider, QSpinBox, QSplitter, QStyle, QTableWidget, QTableWidgetItem,
+    QListWidgetItem, QProgressBar, QPushButton, QSlider, QSpinBox, QSplitter, QStyle, QTableWidget, QTableWidgetItem,
     QTabWidget, QToolButton, QVBoxLayout, QWidget,
 )
 
 from engines.core import EngineError, resource_path
 from engines.planner.guidance_config import DEFAULT_WEIGHTS, TERMS
 
-from ..base import MethodPanel, PanelContext
+from ..base import MethodPanel, PanelContext, side_scroll
 from .plots import MetricPlots
 from .view import CAMERAS, LAYERS, SceneView
 
@@ -208,12 +208,7 @@ class PlannerPanel(MethodPanel):
         ll.addWidget(self.camera)
         lay.addWidget(layers)
         lay.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidget(box)
-        scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(320)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        return scroll
+        return side_scroll(box)
 
     def _timeline(self) -> QWidget:
         bar = QWidget()
