@@ -100,6 +100,10 @@ class SegmentationPanel(MethodPanel):
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(False)
         self.progress.setMaximumWidth(160)
+        policy = self.progress.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)  # shown only while a job runs; the status text stays put
+        self.progress.setSizePolicy(policy)
+        self.progress.hide()
         self.status = QLabel("Open a point cloud (PLY, PCD, XYZ, PTS, NPZ) or the example.")
         self.status.setObjectName("statusText")
         for w in (self.open_button, self.example_button, QLabel("Method"), self.method, QLabel("Anchors"), self.anchors,
@@ -255,8 +259,8 @@ class SegmentationPanel(MethodPanel):
     def _busy(self, on: bool) -> None:
         self.cancel_button.setEnabled(on)
         self.run_button.setEnabled(not on)
-        if not on:
-            self.progress.setValue(0)
+        self.progress.setValue(0)
+        self.progress.setVisible(on)
 
     def _progress(self, fraction: float, text: str) -> None:
         self.progress.setValue(int(fraction * 1000))

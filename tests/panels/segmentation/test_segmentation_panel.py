@@ -71,6 +71,15 @@ def _pixels(image) -> np.ndarray:
     return np.frombuffer(ptr, np.uint8).reshape(img.height(), img.bytesPerLine())[:, : img.width() * 4].astype(float)
 
 
+def test_progress_bar_shows_only_while_a_job_runs(qapp, panel) -> None:
+    assert not panel.progress.isVisible()
+    panel.anchors.setValue(4)
+    panel.run()
+    assert panel.progress.isVisible() and panel.runner.busy
+    assert finish(qapp, panel) == ["finished"]
+    assert not panel.progress.isVisible()
+
+
 def test_ppo_policy_runs_from_the_method_box(qapp, panel) -> None:
     panel.anchors.setValue(4)
     panel.method.setCurrentIndex(panel.method.findData("grabs_ppo"))
