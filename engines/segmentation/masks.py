@@ -10,7 +10,8 @@ import numpy as np
 class DedupParams:
     iou: float = 0.5  # two masks overlapping this much are one object: keep the better one
     inside: float = 0.8  # a mask this much inside a better one is a part of it: drop it
-    min_points: int = 100
+    min_points: int = 80  # masks and segments while searching (points not on a floor or wall)
+    final_points: int = 100  # finished segments, floor and wall points given back included (GrabS, ScanNet)
 
 
 def deduplicate(masks: list[np.ndarray], scores: list[float], params: DedupParams = DedupParams()) -> list[int]:
@@ -56,6 +57,18 @@ def labels_from_masks(n: int, masks: list[np.ndarray], scores: list[float], kept
         instance[pts] = len(sources)
         score[pts] = scores[i]
     return instance, score, sources
+
+
+def drop_small_segments(instance: np.ndarray, score: np.ndarray, min_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Segments with fewer than ``min_points`` points removed, the rest renumbered 1..K in order."""
+    ids, counts = np.unique(instance[instance > 0], return_counts=True)
+    if (counts >= min_points).all():
+        return instance, score
+    lookup = np.zeros(int(instance.max()) + 1, np.int32)
+    big = ids[counts >= min_points]
+    lookup[big] = np.arange(1, len(big) + 1)
+    out = lookup[instance]
+    return out, np.where(out > 0, score, 0.0).astype(score.dtype)
 
 
 def grow_segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray, residual: np.ndarray, threshold: float,

@@ -23,6 +23,7 @@ class PlaneParams:
     reclaim: float = 0.03  # a removed point this close to a segment's point rejoins it (m); 0 = off
     reclaim_wall: float = 0.1  # ... or a wall point this close, inside the segment's footprint (m)
     reclaim_margin: float = 0.03  # the footprint: the segment's convex hull seen from above, this much wider (m)
+    reclaim_lift: float = 0.01  # ... or a floor point at least this high above the floor, inside the footprint (m); 0 = off
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,14 @@ def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plan
     instance[removed[near]], score[removed[near]] = instance[owner], score[owner]
     on_wall = np.zeros(len(points), bool)
     for plane in planes:
+        height = points @ np.asarray(plane.normal) + plane.offset
         if plane.kind == "wall":
-            on_wall |= np.abs(points @ np.asarray(plane.normal) + plane.offset) <= params.distance
+            on_wall |= np.abs(height) <= params.distance
+        elif params.reclaim_lift > 0:
+            # A base flush with the floor (a lamp's disc, a pedestal's foot) sits inside the floor's
+            # band, but above the floor's own noise.
+            up = height * np.sign(plane.normal[2])
+            on_wall |= (up >= params.reclaim_lift) & (up <= params.distance)
     free_wall = removed[~near & on_wall[removed]]
     for seg in np.unique(instance[labelled]):
         members = np.flatnonzero(instance == seg)

@@ -197,7 +197,7 @@ class ThresholdControls(QWidget):
         "mask_threshold": ("Mask |SDF| <=", 0.005, 0.08, 0.0025, 0.02, "{:.4f}"),
         "found_threshold": ("Found if distance <=", 0.04, 0.30, 0.005, 0.14, "{:.3f}"),
         "dedup_iou": ("Duplicate IoU >=", 0.30, 0.90, 0.05, 0.5, "{:.2f}"),
-        "min_points": ("Min points", 20, 500, 10, 100, "{:.0f}"),
+        "min_points": ("Min segment points", 20, 500, 10, 100, "{:.0f}"),
         "merge_coverage": ("Join pieces if union mask keeps >=", 0.5, 1.0, 0.05, 0.85, "{:.2f}"),
     }
 

@@ -11,7 +11,7 @@ import pytest
 from engines.segmentation.agent import ACTIONS, AgentParams, _successors
 from engines.segmentation.example import example_cloud
 from engines.segmentation.objectness import RewardParams, score_crops
-from engines.segmentation.pipeline import Candidate, DbscanParams, SegmentParams, resegment, segment
+from engines.segmentation.pipeline import Candidate, DbscanParams, SegmentParams, resegment, segment, with_min_points
 from engines.segmentation.pointio import PointCloud
 from engines.segmentation.prior import load_prior
 from engines.segmentation.ranking import RankParams
@@ -67,7 +67,7 @@ def test_result_is_consistent(cloud, result) -> None:
     assert ids == [s.id for s in result.segments]
     for s in result.segments:
         m = result.instance == s.id
-        assert s.points == m.sum() >= SMALL.dedup.min_points
+        assert s.points == m.sum() >= SMALL.dedup.final_points
         assert 0.0 <= s.score <= 1.0 and np.allclose(result.score[m], s.score)
     assert (result.score[result.instance == 0] == 0).all()
     assert result.plane_points > len(cloud) // 3, "floor and walls removed"
@@ -177,6 +177,20 @@ def test_rescoring_with_new_thresholds(cloud, result) -> None:
         resegment(segment(cloud, replace(SMALL, method="dbscan")), cloud, loose)
 
 
+def test_one_min_points_rule_for_the_search_and_the_finished_segments() -> None:
+    params = with_min_points(SegmentParams(), 150)
+    assert params.dedup.final_points == 150
+    assert params.dedup.min_points == params.reward.min_mask_points == 120  # the search sees objects without their base
+    default = SegmentParams()
+    assert with_min_points(default, default.dedup.final_points) == default
+
+
+def test_no_segment_is_smaller_than_the_final_rule(cloud, result) -> None:
+    strict = resegment(result, cloud, with_min_points(SMALL, 300))
+    assert all(seg.points >= 300 for seg in strict.segments)
+    assert len(strict.segments) < len(result.segments)
+
+
 def test_tiny_clouds_are_refused() -> None:
     from engines.core import EngineError
 
@@ -192,7 +206,7 @@ def test_a_dense_scan_is_thinned_for_the_search_and_labelled_whole() -> None:
     points = _dense_ball_scan()
     res = segment(PointCloud(points.astype(np.float32)), TINY)
     assert res.processed_points < len(points) // 10 and len(res.instance) == len(points)
-    ball = points[:, 2] > 0.1
+    ball = np.arange(len(points)) < len(points) // 2  # the scan's first half; the rest is the floor
     labels, counts = np.unique(res.instance[ball], return_counts=True)
     assert labels[counts.argmax()] > 0 and counts.max() > 0.8 * ball.sum()  # the ball is found as one object
-    assert (res.instance[~ball] == 0).mean() > 0.9  # the floor is not an object
+    assert (res.instance[~ball] == 0).mean() > 0.99  # the floor is not an object

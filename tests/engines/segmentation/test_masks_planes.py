@@ -108,6 +108,44 @@ def test_removed_points_of_an_object_against_a_wall_are_given_back() -> None:
     assert (off == instance).all()
 
 
+def test_a_base_flush_with_the_floor_is_given_back() -> None:
+    # A floor lamp: a 1.6 cm disc of radius 0.18 m on the floor (its top is what the scanner sees)
+    # and a pole. The disc lies in the floor's 2 cm band; it is above the floor's own noise.
+    pts, kind = _room()
+    rng = np.random.default_rng(2)
+    r, a = 0.18 * np.sqrt(rng.uniform(0, 1, 300)), rng.uniform(0, 2 * np.pi, 300)
+    disc = np.column_stack([4.0 + r * np.cos(a), 1.0 + r * np.sin(a), np.full(300, 0.016)])
+    a = rng.uniform(0, 2 * np.pi, 300)
+    pole = np.column_stack([4.0 + 0.02 * np.cos(a), 1.0 + 0.02 * np.sin(a), rng.uniform(0.04, 1.5, 300)])
+    lamp = np.concatenate([disc, pole]) + rng.normal(0, 0.004, (600, 3))
+    under = (kind == 0) & (np.hypot(pts[:, 0] - 4.0, pts[:, 1] - 1.0) < 0.19)
+    pts, kind = pts[~under], kind[~under]  # the scanner sees the disc there, not the floor
+    pts = np.concatenate([pts, lamp])
+    kind = np.concatenate([kind, np.full(300, 5), np.full(300, 6)])
+    keep, planes, _ = remove_planes(pts, PlaneParams())
+    assert keep[kind == 5].mean() < 0.5, "the plane removal takes most of the disc"
+    instance = np.where(keep & (kind >= 5), 1, 0).astype(np.int32)
+    score = np.where(instance == 1, 0.8, 0.0).astype(np.float32)
+    new, _ = reclaim_plane_points(pts, keep, planes, instance, score, PlaneParams())
+    assert (new[kind == 5] == 1).mean() > 0.8  # all but those within the floor's noise
+    assert (new[kind == 0] > 0).sum() < 10, "the floor around it stays the floor's"
+    flat, _ = reclaim_plane_points(pts, keep, planes, instance, score, PlaneParams(reclaim_lift=0.0))
+    assert (flat[kind == 5] == 1).mean() < 0.5, "without the lift rule only the disc's points next to the pole come back"
+
+
+def test_small_segments_are_dropped_and_the_rest_renumbered() -> None:
+    from engines.segmentation.masks import drop_small_segments
+
+    instance = np.array([0] + [1] * 150 + [2] * 99 + [3] * 100, np.int32)
+    score = np.array([0.0] + [0.9] * 150 + [0.8] * 99 + [0.7] * 100, np.float32)
+    new, new_score = drop_small_segments(instance, score, 100)
+    assert sorted(np.unique(new).tolist()) == [0, 1, 2]
+    assert (new[instance == 2] == 0).all() and (new_score[instance == 2] == 0).all()
+    assert (new[instance == 3] == 2).all() and (new_score[instance == 3] == np.float32(0.7)).all()
+    same, _ = drop_small_segments(instance, score, 99)
+    assert same is instance
+
+
 def test_anchors_spread_over_the_points() -> None:
     pts, kind = _room()
     objects = pts[kind >= 2]
