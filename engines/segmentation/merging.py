@@ -5,8 +5,11 @@ shelf), and the second search then finds the rest as objects of their own: piece
 For every touching pair the prior scores each piece and their union, each as a crop of its own
 points. The union replaces the pieces when the prior takes it as one object: its mask keeps
 nearly all of the union's points, it is found, and its objectness distance is no worse than the
-worse piece's. Two touching objects fail that test (the union's mask drops one of them, or the
-prior fits the pair worse than either alone). Only the points and the prior are read.
+worse piece's; and at least one piece is not an object on its own (the prior does not find it
+alone). Two touching objects fail that test (the union's mask drops one of them, the prior fits
+the pair worse than either alone, or it finds each of them): two shelves side by side look to
+it like one wider shelf, so that last rule is what keeps them apart. Only the points and the
+prior are read.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ class MergeParams:
     link: float = 0.1  # two segments touch where their points come this close (m)
     contacts: int = 5  # ... at this many points of one of them
     coverage: float = 0.85  # the union's mask must keep this share of the union's points
+    join_found: bool = False  # also join two pieces the prior finds as objects on their own
 
     def __post_init__(self) -> None:
         if self.link <= 0 or self.contacts < 1 or not 0 < self.coverage <= 1:
@@ -69,9 +73,11 @@ def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarr
             k = parent[k]
         return k
 
+    objects = {k for k, s in zip(ids, scores) if s.found(reward)}
     for (a, b), s in zip(pairs, scores[len(ids):]):
         whole = len(s.mask) >= params.coverage * len(s.scored)
-        if whole and s.found(reward) and s.distance <= max(alone[a], alone[b]):
+        pieces = params.join_found or a not in objects or b not in objects
+        if pieces and whole and s.found(reward) and s.distance <= max(alone[a], alone[b]):
             parent[root(b)] = root(a)
     groups: dict[int, list[int]] = {}
     for k in ids:

@@ -11,9 +11,9 @@ from engines.segmentation.prior import load_prior
 from engines.segmentation.scenes import generate_scene
 
 
-def _merge(points: np.ndarray, instance: np.ndarray) -> np.ndarray:
+def _merge(points: np.ndarray, instance: np.ndarray, params: MergeParams = MergeParams()) -> np.ndarray:
     reward = RewardParams()
-    merged, score = merge_parts(load_prior(), points, instance, np.full(len(points), 0.5, np.float32), MergeParams(), reward,
+    merged, score = merge_parts(load_prior(), points, instance, np.full(len(points), 0.5, np.float32), params, reward,
                                 np.random.default_rng(0), lambda d: confidence(d, reward))
     assert merged.shape == instance.shape and score.shape == instance.shape
     assert set(np.unique(merged[instance > 0])) == set(range(1, int(merged.max()) + 1))  # ids stay 1..K
@@ -58,6 +58,20 @@ def test_two_touching_objects_stay_apart(room) -> None:
     pts = room.points[both].astype(np.float64)
     assert touching_pairs(pts, inst, MergeParams()) == [(1, 2)]
     assert _merge(pts, inst).max() == 2
+
+
+def test_two_shelves_side_by_side_stay_apart_because_each_is_an_object() -> None:
+    # Room 15 has two shelves side by side: the prior takes their union for one wider shelf, so
+    # only the rule that a join needs a piece the prior does not find alone keeps them apart.
+    room = generate_scene(15)
+    a, b = 9, 10
+    assert {room.objects[i].category for i in range(len(room.objects)) if room.objects[i].instance in (a, b)} == {"shelf"}
+    assert sorted((a, b)) in [sorted(p) for p in room.touching]
+    both = np.isin(room.instance, [a, b])
+    inst = np.where(room.instance[both] == a, 1, 2).astype(np.int32)
+    pts = room.points[both].astype(np.float64)
+    assert _merge(pts, inst).max() == 2
+    assert _merge(pts, inst, MergeParams(join_found=True)).max() == 1
 
 
 def test_merge_params_refuse_impossible_values() -> None:
