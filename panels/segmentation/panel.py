@@ -138,9 +138,11 @@ class SegmentationPanel(MethodPanel):
                         (self.thresholds, "Thresholds"), (self.metrics, "Metrics")):
             self.tabs.addTab(w, name)
         self.tabs.setMinimumWidth(300)
+        self.tabs.setUsesScrollButtons(False)  # every tab in sight (names elided when the side is narrow)
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
         split.addWidget(self.tabs)
         split.setStretchFactor(0, 1)
-        split.setSizes([900, 330])
+        split.setSizes([880, 370])
         outer.addWidget(split, 1)
 
         self.segments.visibilityChanged.connect(self._set_hidden)
@@ -320,7 +322,8 @@ class SegmentationPanel(MethodPanel):
         second = {c.trajectory for c in result.candidates if c.second}
         labels = [f"#{i}: {'found' if t.found else 'not found'} after {len(t.steps) - 1} steps{' (second search)' if i in second else ''}"
                   for i, t in enumerate(result.trajectories)]
-        self.replay.fill(labels)
+        found = [i for i, t in enumerate(result.trajectories) if t.found]
+        self.replay.fill(labels, found[0] if found else 0)  # open on the agent at work
         if not labels:
             self.replay.text.setText("The DBSCAN baseline has no agent." if result.method == "dbscan" else "No trajectories.")
         rows, curves = [], {}

@@ -173,10 +173,12 @@ class AgentReplay(QWidget):
         layout.addWidget(self.show_cylinder)
         layout.addStretch(1)
 
-    def fill(self, labels: list[str]) -> None:
+    def fill(self, labels: list[str], current: int = 0) -> None:
         self.trajectory.blockSignals(True)
         self.trajectory.clear()
         self.trajectory.addItems(labels)
+        if labels:
+            self.trajectory.setCurrentIndex(current)
         self.trajectory.blockSignals(False)
         self._emit()
 

@@ -148,6 +148,8 @@ def test_click_selects_the_segment_under_the_cursor(qapp, qtbot, panel) -> None:
 
 def test_agent_replay_shows_the_cylinder(qapp, ran) -> None:
     p = ran
+    found = [i for i, t in enumerate(p.view.result.trajectories) if t.found]
+    assert found and p.replay.trajectory.currentIndex() == found[0], "the replay opens on a trajectory that found an object"
     p.tabs.setCurrentWidget(p.replay)
     p.replay.trajectory.setCurrentIndex(0)
     p.replay.slider.setValue(0)
