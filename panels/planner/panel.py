@@ -103,8 +103,8 @@ class PlannerPanel(MethodPanel):
         self.table.verticalHeader().setVisible(False)
         self.tabs.addTab(self.table, "Score breakdown")
         self.violations = QListWidget()
-        self.violations.itemActivated.connect(lambda item: self.set_frame(int(item.data(Qt.ItemDataRole.UserRole))))
-        self.violations.itemClicked.connect(lambda item: self.set_frame(int(item.data(Qt.ItemDataRole.UserRole))))
+        self.violations.itemActivated.connect(self._violation_chosen)
+        self.violations.itemClicked.connect(self._violation_chosen)
         self.tabs.addTab(self.violations, "Violations")
         right.addWidget(self.tabs)
         right.setSizes([640, 170])
@@ -430,6 +430,10 @@ class PlannerPanel(MethodPanel):
             item = QListWidgetItem(text)
             item.setData(Qt.ItemDataRole.UserRole, step)
             self.violations.addItem(item)
+        if not result.replay.violations:
+            item = QListWidgetItem("No violation in this episode.")
+            item.setFlags(Qt.ItemFlag.NoItemFlags)  # a note, not a frame to jump to
+            self.violations.addItem(item)
         summary = result.replay.summary
         if result.compare is not None:
             summary += f"  |  B: {result.compare.planner} CLS {result.compare.score:.1f}"
@@ -503,6 +507,11 @@ class PlannerPanel(MethodPanel):
                 self.toggle_play()
             return
         self.set_frame(self.frame + 1)
+
+    def _violation_chosen(self, item: QListWidgetItem) -> None:
+        step = item.data(Qt.ItemDataRole.UserRole)
+        if step is not None:  # the "no violation" note has none
+            self.set_frame(int(step))
 
     def jump_to_violation(self) -> None:
         if self.loaded is None:

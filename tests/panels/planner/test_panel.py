@@ -88,6 +88,13 @@ def test_layers_camera_and_violation_jump(qapp, qtbot, panel_ctx, idm_episode) -
     panel.jump_to_violation()
     first = idm_episode.metrics.first_violation
     assert panel.frame == (first.step if first else 30)
+    rows = [panel.violations.item(i) for i in range(panel.violations.count())]
+    if first is None:  # a note says so; clicking it goes nowhere
+        assert [r.text() for r in rows] == ["No violation in this episode."]
+        panel._violation_chosen(rows[0])
+        assert panel.frame == 30
+    else:
+        assert rows and all(r.data(Qt.ItemDataRole.UserRole) is not None for r in rows)
 
 
 def test_rerun_with_guidance_drag_and_cut_in(qapp, qtbot, panel_ctx, idm_episode) -> None:
