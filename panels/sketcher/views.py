@@ -171,9 +171,14 @@ class RatePlot(QWidget):
             self.plot.setObjectName("sketcherRatePlot")
             self.plot.setLabel("bottom", "renderer calls")
             self.plot.setLabel("left", "solved (%)")
-            self.plot.addLegend(offset=(10, 10))
             self.plot.showGrid(x=True, y=True, alpha=0.3)
             self.layout_.insertWidget(0, self.plot, 1)
+            # The key sits under the plot: inside, it hid the rising part of the curves.
+            self.key = QLabel("<span style='color:#1565c0'>━━ edit model</span> &nbsp; "
+                              "<span style='color:#c62828'>╍╍ random mutations</span> &nbsp; thick: 1-4 primitives, thin: 5-8")
+            self.key.setObjectName("sketcherRateKey")
+            self.key.setTextFormat(Qt.TextFormat.RichText)
+            self.layout_.insertWidget(1, self.key)
         self.plot.clear()
         styles = {"model": ("#1565c0", Qt.PenStyle.SolidLine), "random": ("#c62828", Qt.PenStyle.DashLine)}
         for name, run in data.get("runs", {}).items():

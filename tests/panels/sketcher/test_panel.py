@@ -175,3 +175,14 @@ def test_cancel_stops_a_conversion(qapp, qtbot, panel) -> None:
     assert cancelled and not panel.runner.busy
     assert panel.convert_button.isEnabled()
     assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 60), "the search did not stop after cancel"
+
+
+def test_solve_rate_plot_shows_the_shipped_curves_with_a_key(panel) -> None:
+    rate = panel.rate_plot
+    assert rate.plot is not None, "the shipped bench curves are plotted at start-up"
+    curves = rate.plot.getPlotItem().listDataItems()
+    assert len(curves) == 4  # edit model and random mutations, at 1-4 and at 5-8 primitives
+    assert all(max(c.yData) <= 100 and c.xData[0] == 0 for c in curves)
+    assert "edit model" in rate.key.text() and "random mutations" in rate.key.text()
+    assert rate.plot.getPlotItem().legend is None  # the key is under the plot, not over the curves
+    assert "workbench sketcher bench" in rate.note.text()
