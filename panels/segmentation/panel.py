@@ -225,17 +225,14 @@ class SegmentationPanel(MethodPanel):
 
     # Parameters ------------------------------------------------------------------------------
     def params(self, method: str | None = None):
-        from engines.segmentation.pipeline import SegmentParams, method_params, with_min_points
+        from engines.segmentation.pipeline import SegmentParams, method_params, with_thresholds
 
         base = SegmentParams()
         t = self.thresholds.values()
-        return method_params(with_min_points(replace(
-            base,
-            agent=replace(base.agent, anchors=self.anchors.value()),
-            reward=replace(base.reward, mask_threshold=t["mask_threshold"], found_threshold=t["found_threshold"]),
-            dedup=replace(base.dedup, iou=t["dedup_iou"]),
-            merge=replace(base.merge, coverage=t["merge_coverage"]),
-        ), int(t["min_points"])), method or self.method.currentData())
+        params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value())),
+                                 mask=t["mask_threshold"], found=t["found_threshold"], dedup_iou=t["dedup_iou"],
+                                 min_points=int(t["min_points"]), join_coverage=t["merge_coverage"])
+        return method_params(params, method or self.method.currentData())
 
     # Jobs ------------------------------------------------------------------------------------
     def run(self) -> None:

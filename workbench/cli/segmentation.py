@@ -31,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="who moves the cylinders: the search over every action (default) or the PPO policy")
     run.add_argument("--policy", type=existing_file, help="PPO policy checkpoint for --agent ppo (default: the shipped one)")
     run.add_argument("--seed", type=int, default=0)
+    tune = run.add_argument_group("thresholds (the panel's Thresholds tab; defaults: the shipped settings)")
+    tune.add_argument("--mask-threshold", type=float, help="|SDF| at most this (normalised) is on the object (default 0.02)")
+    tune.add_argument("--found-threshold", type=float, help="objectness distance at most this: found (default 0.14)")
+    tune.add_argument("--dedup-iou", type=float, help="masks overlapping this much are one object (default 0.5)")
+    tune.add_argument("--min-points", type=int, help="smallest segment kept, floor and wall points included (default 100)")
+    tune.add_argument("--join-coverage", type=float, help="join touching pieces if the union's mask keeps this share (default 0.85)")
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
     ev.add_argument("--pred", type=existing_file, required=True, help="prediction with 'instance' (and 'score') per point")
@@ -86,7 +92,7 @@ def cmd_scenes(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
     from engines.segmentation.export import export_json, export_ply, export_scannet
-    from engines.segmentation.pipeline import segment
+    from engines.segmentation.pipeline import segment, with_thresholds
     from engines.segmentation.pointio import read_cloud
 
     if args.out.suffix.lower() not in (".ply", ".pcd", ".npz"):
@@ -99,6 +105,11 @@ def cmd_run(args: argparse.Namespace) -> None:
         load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
                      agent=args.agent, policy=str(args.policy or ""))
+    try:
+        params = with_thresholds(params, mask=args.mask_threshold, found=args.found_threshold, dedup_iou=args.dedup_iou,
+                                 min_points=args.min_points, join_coverage=args.join_coverage)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
     with cli_job(args, "run ") as (progress, cancel):
         result = segment(cloud, params, progress, cancel)
     export_ply(args.out, cloud, result)

@@ -55,6 +55,20 @@ def test_run_grabs_writes_instance_and_score(cli, scene_dir: Path, tmp_path: Pat
     assert out.instance.dtype == np.int32 and out.score.dtype == np.float32
 
 
+def test_run_takes_the_panels_thresholds(cli, scene_dir: Path, tmp_path: Path) -> None:
+    pred = tmp_path / "strict.ply"
+    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--min-points", "150",
+               "--found-threshold", "0.2", "--out", str(pred), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["segments"] and all(s["points"] >= 150 for s in summary["segments"])
+    for flag, value, words in (("--min-points", "0", "at least 1 point"), ("--mask-threshold", "2", "thresholds"),
+                               ("--dedup-iou", "1.5", "duplicate IoU"), ("--join-coverage", "0", "coverage")):
+        line = _one_error(cli("segmentation", "run", str(scene_dir / "scene_000.ply"), flag, value, "--out", str(tmp_path / "x.ply")))
+        assert words in line, (flag, line)
+    assert not (tmp_path / "x.ply").exists()
+
+
 def test_bench_reports_every_method(cli, scene_dir: Path) -> None:
     proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", timeout=600)
     assert proc.returncode == 0, proc.stderr
