@@ -21,7 +21,7 @@ class PlaneParams:
     floor_band: float = 0.2  # floor: within this height of the lowest points (m)
     wall_extent: float = 1.5  # wall: at least this wide and this tall (m)
     reclaim: float = 0.03  # a removed point this close to a segment's point rejoins it (m); 0 = off
-    reclaim_wall: float = 0.1  # ... or a wall point this close, inside the segment's footprint (m)
+    reclaim_wall: float = 0.1  # ... or a hidden point (wall, base on the floor) this close, inside the segment's footprint (m)
     reclaim_margin: float = 0.03  # the footprint: the segment's convex hull seen from above, this much wider (m)
     reclaim_lift: float = 0.01  # ... or a floor point at least this high above the floor, inside the footprint (m); 0 = off
 
@@ -104,10 +104,12 @@ def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plan
 
     The plane removal takes everything within its inlier distance of a floor or wall: the feet of
     a stool, the back of a shelf against a wall. A removed point rejoins a segment when it lies
-    within ``reclaim`` of one of its points, or when it is a wall point inside the segment's
+    within ``reclaim`` of one of its points, or when it is a hidden point inside the segment's
     footprint (seen from above, within its height) connected to the segment through such points
-    at most ``reclaim_wall`` apart: behind an object the scanner sees the object, not the wall.
-    Returns new (instance, score); only removed points change.
+    at most ``reclaim_wall`` apart. Hidden: a wall point (behind an object the scanner sees the
+    object, not the wall) or a floor point at least ``reclaim_lift`` above the floor (a base
+    flush with the floor: a lamp's disc, a pedestal's foot). Returns new (instance, score); only
+    removed points change.
     """
     import shapely
     from scipy.spatial import cKDTree
@@ -123,24 +125,22 @@ def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plan
     near = np.isfinite(d)
     owner = labelled[nn[near]]
     instance[removed[near]], score[removed[near]] = instance[owner], score[owner]
-    on_wall = np.zeros(len(points), bool)
+    hidden = np.zeros(len(points), bool)
     for plane in planes:
         height = points @ np.asarray(plane.normal) + plane.offset
         if plane.kind == "wall":
-            on_wall |= np.abs(height) <= params.distance
-        elif params.reclaim_lift > 0:
-            # A base flush with the floor (a lamp's disc, a pedestal's foot) sits inside the floor's
-            # band, but above the floor's own noise.
+            hidden |= np.abs(height) <= params.distance
+        elif params.reclaim_lift > 0:  # inside the floor's band, above the floor's own noise
             up = height * np.sign(plane.normal[2])
-            on_wall |= (up >= params.reclaim_lift) & (up <= params.distance)
-    free_wall = removed[~near & on_wall[removed]]
+            hidden |= (up >= params.reclaim_lift) & (up <= params.distance)
+    free = removed[~near & hidden[removed]]
     for seg in np.unique(instance[labelled]):
         members = np.flatnonzero(instance == seg)
         low, high = points[members, 2].min() - params.reclaim_margin, points[members, 2].max() + params.reclaim_margin
         footprint = shapely.MultiPoint(points[members, :2]).convex_hull.buffer(params.reclaim_margin)
-        free_wall = free_wall[instance[free_wall] == 0]
-        p = points[free_wall]
-        inside = free_wall[shapely.contains_xy(footprint, p[:, 0], p[:, 1]) & (p[:, 2] >= low) & (p[:, 2] <= high)]
+        free = free[instance[free] == 0]
+        p = points[free]
+        inside = free[shapely.contains_xy(footprint, p[:, 0], p[:, 1]) & (p[:, 2] >= low) & (p[:, 2] <= high)]
         if len(inside) == 0:
             continue
         part = connected_parts(points[np.concatenate([members, inside])], params.reclaim_wall)
