@@ -13,6 +13,12 @@ class DedupParams:
     min_points: int = 80  # masks and segments while searching (points not on a floor or wall)
     final_points: int = 100  # finished segments, floor and wall points given back included (GrabS, ScanNet)
 
+    def __post_init__(self) -> None:
+        if not 0 < self.iou <= 1 or not 0 < self.inside <= 1:
+            raise ValueError("the duplicate IoU and the inside share must be in (0, 1]")
+        if self.min_points < 1 or self.final_points < 1:
+            raise ValueError("the minimum segment size must be at least 1 point")
+
 
 def deduplicate(masks: list[np.ndarray], scores: list[float], params: DedupParams = DedupParams()) -> list[int]:
     """Indices of the masks to keep, best score first (masks are arrays of point indices)."""

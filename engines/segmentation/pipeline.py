@@ -131,20 +131,15 @@ def with_thresholds(params: SegmentParams, mask: float | None = None, found: flo
                     min_points: int | None = None, join_coverage: float | None = None) -> SegmentParams:
     """The thresholds the panel's sliders and `segmentation run` set (None keeps a value); raises
     ValueError for impossible ones."""
-    if mask is not None or found is not None:
-        params = replace(params, reward=replace(params.reward, mask_threshold=params.reward.mask_threshold if mask is None else mask,
-                                                found_threshold=params.reward.found_threshold if found is None else found))
+    if mask is not None:
+        params = replace(params, reward=replace(params.reward, mask_threshold=mask))
+    if found is not None:
+        params = replace(params, reward=replace(params.reward, found_threshold=found))
     if dedup_iou is not None:
-        if not 0 < dedup_iou <= 1:
-            raise ValueError("the duplicate IoU must be in (0, 1]")
         params = replace(params, dedup=replace(params.dedup, iou=dedup_iou))
     if join_coverage is not None:
         params = replace(params, merge=replace(params.merge, coverage=join_coverage))
-    if min_points is not None:
-        if min_points < 1:
-            raise ValueError("the minimum segment size must be at least 1 point")
-        params = with_min_points(params, min_points)
-    return params
+    return params if min_points is None else with_min_points(params, min_points)
 
 
 def method_params(params: SegmentParams, variant: str) -> SegmentParams:

@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("scene", type=existing_file, help="input point cloud")
     run.add_argument("--method", choices=("grabs", "dbscan"), default="grabs", help="GrabS agent (default) or the DBSCAN baseline")
     run.add_argument("--out", type=output_file, required=True, help="labelled output (.ply keeps 'instance' and 'score')")
-    run.add_argument("--summary", type=Path, help="also write the JSON summary to this file")
-    run.add_argument("--scannet", type=Path, help="also write the ScanNet benchmark layout into this folder")
+    run.add_argument("--summary", type=output_file, help="also write the JSON summary to this file")
+    run.add_argument("--scannet", type=output_folder, help="also write the ScanNet benchmark layout into this folder")
     run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     run.add_argument("--anchors", type=int, default=40, help="agent anchors (default 40)")
     run.add_argument("--agent", choices=("search", "ppo"), default="search",
