@@ -8,8 +8,10 @@ nearly all of the union's points, it is found, and its objectness distance is no
 worse piece's; and at least one piece is not an object on its own (the prior does not find it
 alone). Two touching objects fail that test (the union's mask drops one of them, the prior fits
 the pair worse than either alone, or it finds each of them): two shelves side by side look to
-it like one wider shelf, so that last rule is what keeps them apart. Only the points and the
-prior are read.
+it like one wider shelf, so that last rule is what keeps them apart. The rule holds for whole
+groups too: the unions the prior fits best are joined first, and no join makes one segment of
+two pieces the prior finds alone (a strip across the seam of two shelves would otherwise chain
+them). Only the points and the prior are read.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class MergeParams:
     link: float = 0.1  # two segments touch where their points come this close (m)
     contacts: int = 5  # ... at this many points of one of them
     coverage: float = 0.85  # the union's mask must keep this share of the union's points
-    join_found: bool = False  # also join two pieces the prior finds as objects on their own
+    join_found: bool = False  # also join (directly or through other pieces) two pieces the prior finds alone
 
     def __post_init__(self) -> None:
         if self.link <= 0 or self.contacts < 1 or not 0 < self.coverage <= 1:
@@ -74,11 +76,15 @@ def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarr
         return k
 
     objects = {k for k, s in zip(ids, scores) if s.found(reward)}
-    for (a, b), s in zip(pairs, scores[len(ids):]):
-        whole = len(s.mask) >= params.coverage * len(s.scored)
-        pieces = params.join_found or a not in objects or b not in objects
-        if pieces and whole and s.found(reward) and s.distance <= max(alone[a], alone[b]):
-            parent[root(b)] = root(a)
+    found_in = {k: int(k in objects) for k in ids}  # per group root: how many pieces the prior finds alone
+    joins = [(s.distance, a, b) for (a, b), s in zip(pairs, scores[len(ids):])
+             if len(s.mask) >= params.coverage * len(s.scored) and s.found(reward) and s.distance <= max(alone[a], alone[b])]
+    for _, a, b in sorted(joins):  # the unions the prior fits best first
+        ra, rb = root(a), root(b)
+        if ra == rb or (not params.join_found and found_in[ra] + found_in[rb] > 1):
+            continue
+        parent[rb] = ra
+        found_in[ra] += found_in[rb]
     groups: dict[int, list[int]] = {}
     for k in ids:
         groups.setdefault(root(k), []).append(k)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial import cKDTree
 
 from engines.segmentation.merging import MergeParams, merge_parts, touching_pairs
 from engines.segmentation.objectness import RewardParams
@@ -72,6 +73,23 @@ def test_two_shelves_side_by_side_stay_apart_because_each_is_an_object() -> None
     pts = room.points[both].astype(np.float64)
     assert _merge(pts, inst).max() == 2
     assert _merge(pts, inst, MergeParams(join_found=True)).max() == 1
+
+
+
+def test_a_piece_touching_two_objects_joins_only_one_of_them() -> None:
+    # A strip across the seam of room 15's two shelves (not an object alone) touches both: each
+    # union passes the join tests, but joining both would make the two shelves one segment.
+    room = generate_scene(15)
+    both = np.isin(room.instance, [9, 10])
+    pts, gt = room.points[both].astype(np.float64), room.instance[both]
+    gap = np.where(gt == 9, cKDTree(pts[gt == 10]).query(pts)[0], cKDTree(pts[gt == 9]).query(pts)[0])
+    height = (pts[:, 2] - pts[:, 2].min()) / np.ptp(pts[:, 2])
+    strip = (gap < 0.3) & (height > 0.3) & (height < 0.6)
+    inst = np.where(strip, 3, np.where(gt == 9, 1, 2)).astype(np.int32)
+    merged = _merge(pts, inst)
+    assert merged.max() == 2
+    assert len(np.unique(merged[inst == 3])) == 1 and merged[inst == 3][0] in (merged[inst == 1][0], merged[inst == 2][0])
+    assert merged[inst == 1][0] != merged[inst == 2][0]
 
 
 def test_merge_params_refuse_impossible_values() -> None:
