@@ -559,7 +559,7 @@ class AttentionPanel(MethodPanel):
         if sweep is not None:
             self.sweep = sweep
             self.sweep_plot.show_sweep(sweep)
-            self.sweep_plot.setTitle(f"sweep over {sweep.family}")
+            self.sweep_plot.setTitle(f"sweep: {sweep.family}", size="9pt")
 
     def run_default(self) -> bool:
         """A quick timing of the default mask: 4-document causal mask, N=1024, SDPA vs blocksparse."""

@@ -125,7 +125,7 @@ class SweepPlot(pg.PlotWidget):
         super().__init__(parent, background="w")
         self.setLabel("bottom", "rho (fraction of tiles skipped)")
         self.setLabel("left", "latency (ms)")
-        self.addLegend(offset=(-5, 5))  # top right: latency falls with rho, so that corner stays empty
+        self.addLegend(offset=(5, -5))  # bottom left: every curve starts near the full latency and falls no faster than the ideal line
         self.setXRange(0, 1)
 
     def show_sweep(self, sweep) -> None:
