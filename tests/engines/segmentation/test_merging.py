@@ -75,7 +75,6 @@ def test_two_shelves_side_by_side_stay_apart_because_each_is_an_object() -> None
     assert _merge(pts, inst, MergeParams(join_found=True)).max() == 1
 
 
-
 def test_a_piece_touching_two_objects_joins_only_one_of_them() -> None:
     # A strip across the seam of room 15's two shelves (not an object alone) touches both: each
     # union passes the join tests, but joining both would make the two shelves one segment.
