@@ -75,8 +75,7 @@ def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarr
             k = parent[k]
         return k
 
-    objects = {k for k, s in zip(ids, scores) if s.found(reward)}
-    found_in = {k: int(k in objects) for k in ids}  # per group root: how many pieces the prior finds alone
+    found_in = {k: int(s.found(reward)) for k, s in zip(ids, scores)}  # per group root: how many pieces the prior finds alone
     joins = [(s.distance, a, b) for (a, b), s in zip(pairs, scores[len(ids):])
              if len(s.mask) >= params.coverage * len(s.scored) and s.found(reward) and s.distance <= max(alone[a], alone[b])]
     for _, a, b in sorted(joins):  # the unions the prior fits best first
