@@ -1,7 +1,11 @@
 """Expert demonstrations for training: the expert drives procedural scenarios in closed loop
 (reactive IDM agents); every few steps we keep the ego-centric inputs, the expert's 8 s plan
 (the ego label) and the neighbours' actual futures. Half of the episodes perturb what the ego
-executes (DART-style noise) so the data also shows how the expert recovers."""
+executes (DART-style noise) so the data also shows how the expert recovers.
+
+With a student checkpoint the trained diffusion planner drives instead and the expert labels
+every state it visits (DAgger): the states a student drifts into (a little too fast, a little
+too close behind a leader) are the ones expert-driven data never shows."""
 from __future__ import annotations
 
 import time
@@ -16,11 +20,11 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 
 from . import features as F
 from .features import FeatureBuilder, Inputs, future_in_ego_frame
-from .planners.base import PLAN_DT, Observation, Plan
+from .planners.base import PLAN_DT, Observation, Plan, Planner
 from .planners.rules import ExpertPlanner
 from .procedural import TYPES, generate
 from .scene import Scene
-from .simulation import Simulator, run_episode
+from .simulation import Rollout, Simulator, run_episode
 
 TRAIN_SEED_BASE = 100_000  # training scenes never share a seed with the benchmark's
 SAMPLE_STRIDE = 2
@@ -66,6 +70,37 @@ class NoisyExpert:
         return plan
 
 
+class StudentDriver:
+    """DAgger: the student drives, the expert says at every step what it would do."""
+
+    name = "student"
+
+    def __init__(self, student: Planner) -> None:
+        self.expert = ExpertPlanner()
+        self.student = student
+
+    def reset(self, scene: Scene) -> None:
+        self.expert.reset(scene)
+        self.student.reset(scene)
+
+    def plan(self, obs: Observation) -> Plan:
+        label = self.expert.plan(obs).trajectory  # every step, so the expert's own state stays current
+        plan = self.student.plan(obs)
+        plan.info["label"] = label
+        return plan
+
+
+def _first_failure(scene: Scene, rollout: Rollout) -> int:
+    """The first step with a collision or off the road; states after it teach nothing."""
+    from .metrics import compute_cls
+    from .runner import track_of
+
+    sc = scene.scenario
+    result = compute_cls(scene, rollout.ego, track_of(sc, rollout), sc.dt, None)
+    steps = [c.step for c in result.collisions] + [v.step for v in result.violations if v.what == "drivable_area"]
+    return min(steps, default=len(rollout.ego))
+
+
 @dataclass
 class Episode:
     inputs: list[Inputs]
@@ -73,12 +108,17 @@ class Episode:
     valid: np.ndarray  # (n, P+1, T+1)
 
 
-def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRIDE) -> Episode:
-    """Samples of one expert episode on the procedural scene (kind, seed)."""
+def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRIDE,
+                   student: Planner | None = None) -> Episode:
+    """Samples of one episode on the procedural scene (kind, seed), labelled by the expert.
+
+    The expert drives (with DART noise when ``noise``), or the ``student`` does, up to its first
+    collision or departure from the road.
+    """
     sc = generate(kind, seed)
     scene = Scene(sc)
     fb = FeatureBuilder(scene)
-    planner = NoisyExpert(np.random.default_rng([seed, 7]), noise)
+    planner = StudentDriver(student) if student is not None else NoisyExpert(np.random.default_rng([seed, 7]), noise)
     kept: list[tuple[int, Inputs, np.ndarray, np.ndarray, float]] = []
 
     def on_step(k: int, sim: Simulator, obs: Observation, plan: Plan) -> None:
@@ -90,6 +130,9 @@ def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRID
         kept.append((k, inp, future_in_ego_frame(origin, obs.ego.heading, label), origin, obs.ego.heading))
 
     rollout = run_episode(scene, planner, reactive=True, on_step=on_step)
+    if student is not None:
+        end = _first_failure(scene, rollout)
+        kept = [item for item in kept if item[0] < end]
     t1 = F.FUTURE_STEPS + 1
     n = len(kept)
     p = F.N_NEIGHBORS + 1
@@ -123,14 +166,27 @@ def episode_list(count: int, seed: int) -> list[tuple[str, int, bool]]:
     return out
 
 
-def _episode_job(job: tuple[str, int, bool]) -> Episode:
-    return expert_episode(*job)
+def _episode_job(job: tuple[str, int, bool, Path | None]) -> Episode:
+    kind, seed, noise, checkpoint = job
+    student = None
+    if checkpoint is not None:
+        from .planners.diffusion_planner import DiffusionPlanner
+
+        student = DiffusionPlanner(checkpoint=checkpoint)
+    return expert_episode(kind, seed, noise, student=student)
+
+
+def _one_torch_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # the workers already fill the cores
 
 
 def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: ProgressFn = no_progress,
-                     cancel: CancelToken = NEVER_CANCELLED, workers: int = 1) -> dict:
-    """Write an .npz of expert samples; returns counts and the wall time.
+                     cancel: CancelToken = NEVER_CANCELLED, workers: int = 1, student: Path | None = None) -> dict:
+    """Write an .npz of expert-labelled samples; returns counts and the wall time.
 
+    ``student``: a diffusion checkpoint that drives the episodes (DAgger) instead of the expert.
     Episodes are independent, so ``workers`` processes simulate them side by side; results are
     gathered in plan order, so the file is the same for any number of workers.
     """
@@ -138,14 +194,21 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
         raise EngineError("the number of episodes must be at least 1")
     if workers < 1:
         raise EngineError("the number of data workers must be at least 1")
+    if student is not None:
+        from .planners.diffusion_planner import load_model
+
+        load_model(student)  # a missing or foreign checkpoint fails before any episode runs
     t0 = time.perf_counter()
     items: list[Inputs] = []
     futures, valids = [], []
-    plan = episode_list(episodes, seed)
-    pool = ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn")) if workers > 1 and len(plan) > 1 else None
+    plan = [(kind, scene_seed, noisy, student) for kind, scene_seed, noisy in episode_list(episodes, seed)]
+    pool = None
+    if workers > 1 and len(plan) > 1:
+        pool = ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn"),
+                                   initializer=_one_torch_thread if student is not None else None)
     try:
         results = pool.map(_episode_job, plan) if pool else map(_episode_job, plan)
-        for i, ((kind, _, _), ep) in enumerate(zip(plan, results)):
+        for i, ((kind, *_), ep) in enumerate(zip(plan, results)):
             cancel.raise_if_cancelled()
             items.extend(ep.inputs)
             futures.append(ep.future)
@@ -161,7 +224,10 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     arrays["future_valid"] = np.concatenate(valids)
     seconds = time.perf_counter() - t0
     arrays["meta"] = np.array([episodes, seed, seconds])
+    if student is not None:
+        arrays["student"] = np.array(Path(student).name)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-    return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path)}
+    return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
+            "driver": Path(student).name if student is not None else "expert"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ class TrainParams:
             raise EngineError("--early-weight must be positive")
 
 
-def load_dataset(path: Path) -> dict[str, torch.Tensor]:
+def _load_file(path: Path) -> dict[str, torch.Tensor]:
     if not Path(path).exists():
         raise EngineError(f"no training data at {path}: generate it with 'workbench planner data'")
     try:
@@ -60,6 +61,17 @@ def load_dataset(path: Path) -> dict[str, torch.Tensor]:
         data[k] = data[k].float()
     data["ego"] = data["ego"][:, :EGO_DIM]  # older data files also hold acceleration and yaw rate
     return data
+
+
+def load_dataset(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
+    """The samples of every file, one after the other (expert data and student-driven data)."""
+    parts = [_load_file(p) for p in paths]
+    if len(parts) == 1:
+        return parts[0]
+    try:
+        return {k: torch.cat([part[k] for part in parts]) for k in parts[0]}
+    except RuntimeError:
+        raise EngineError("the training data files do not have the same layout: generate them with the same code") from None
 
 
 def state_statistics(future: torch.Tensor, valid: torch.Tensor, per_step: bool) -> dict[str, torch.Tensor]:
@@ -127,16 +139,16 @@ def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx
     return x, x0, valid
 
 
-def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
+def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
           cancel: CancelToken = NEVER_CANCELLED, model_config: ModelConfig = ModelConfig()) -> dict:
     """Train for ``params.minutes`` more minutes (resuming from ``out``); returns a summary."""
     params.check()
     seed_everything(params.seed)
-    data = load_dataset(data_path)
+    data = load_dataset(data_paths)
     n = len(data["future"])
     if n < params.batch:
         raise EngineError(f"the training data has only {n} samples, fewer than one batch of {params.batch}")
-    state = _load_state(out)
+    state = resume_state(out)
     if state is not None:
         model_config = ModelConfig(**state["config"])
     model = DiffusionPlannerNet(model_config)
@@ -204,30 +216,34 @@ def train(data_path: Path, out: Path, params: TrainParams = TrainParams(), progr
             running = []
             progress(min(elapsed / budget, 0.999), f"step {step}: ego loss {e:.4f}, neighbours {nb:.4f}")
         if time.perf_counter() - last_save > params.save_every_s:
-            _save(out, model, ema, opt, step, seconds + time.perf_counter() - t_start, history, data_path, n, params)
+            _save(out, model, ema, opt, step, seconds + time.perf_counter() - t_start, history, data_paths, n, params)
             last_save = time.perf_counter()
     total = seconds + time.perf_counter() - t_start
-    _save(out, model, ema, opt, step, total, history, data_path, n, params)
+    _save(out, model, ema, opt, step, total, history, data_paths, n, params)
     progress(1.0, f"{step} steps")
     last = history[-1] if history else {}
     return {"out": str(out), "steps": step, "train_seconds": round(total, 1), "samples": n,
             "parameters": count_parameters(model), "ego_loss": last.get("ego_loss"), "neighbor_loss": last.get("neighbor_loss")}
 
 
-def _load_state(out: Path) -> dict | None:
+def resume_state(out: Path) -> dict | None:
+    """The training state in ``out`` (None when there is none yet); an unusable file is a user error."""
     path = Path(out)
     if not path.exists():
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
-    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+    except Exception as exc:  # a truncated or foreign file: unpickling raises almost any type
         raise EngineError(f"cannot resume from {path.name}: it is not a planner checkpoint ({type(exc).__name__})") from None
+    if not isinstance(state, dict):
+        raise EngineError(f"cannot resume from {path.name}: it is not a planner checkpoint")
     if "train_model" not in state:
         raise EngineError(f"{path.name} holds no training state to resume from (it is a shipped, inference-only checkpoint)")
     return state
 
 
-def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, data_path: Path, n: int, params: TrainParams) -> None:
+def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, data_paths: Sequence[Path], n: int,
+          params: TrainParams) -> None:
     state = {
         "config": model.cfg.to_dict(),
         "model": {k: v.detach().clone() for k, v in ema.state_dict().items()},
@@ -236,7 +252,7 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
         "step": step,
         "train_seconds": seconds,
         "history": history,
-        "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": Path(data_path).name, "seed": params.seed,
+        "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": " + ".join(Path(p).name for p in data_paths), "seed": params.seed,
                  "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight,
                  "early_weight": params.early_weight, "parameters": count_parameters(model)},
     }

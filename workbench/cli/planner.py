@@ -54,11 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     data.add_argument("--out", type=output_file, required=True, help="output .npz")
     data.add_argument("--workers", type=int, default=2, help="processes simulating episodes side by side (default 2; the file does not depend on it)")
+    data.add_argument("--student", type=existing_file,
+                      help="diffusion checkpoint that drives instead of the expert, which labels every state it visits (DAgger)")
 
     train = add_command(group, "train", cmd_train, "train the diffusion planner (resumes from --out when it exists)")
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
     train.add_argument("--out", type=output_file, required=True, help="training checkpoint (.pt); resumed when it exists")
-    train.add_argument("--data", type=Path, default=Path("planner-data.npz"), help="expert data .npz (generated first if missing)")
+    train.add_argument("--data", type=Path, nargs="+", default=[Path("planner-data.npz")],
+                       help="training data .npz files, used together (one missing file is generated first from the expert)")
     train.add_argument("--episodes", type=int, default=SHIPPED_EPISODES, help=f"episodes to generate when --data is missing (default {SHIPPED_EPISODES})")
     train.add_argument("--workers", type=int, default=2, help="processes generating missing data (default 2)")
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
@@ -154,21 +157,22 @@ def cmd_data(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
 
     with cli_job(args, "data ") as (progress, cancel):
-        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers)
-    output(args, info, f"wrote {info['samples']} samples from {info['episodes']} episodes to {args.out} in {info['seconds']} s")
+        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers, student=args.student)
+    output(args, info, f"wrote {info['samples']} samples from {info['episodes']} episodes ({info['driver']} driving) to {args.out} in {info['seconds']} s")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
-    from engines.planner.train import TrainParams, export_inference, train
+    from engines.planner.train import TrainParams, export_inference, resume_state, train
 
     _configure()
     params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight)
     with cli_job(args, "train ") as (progress, cancel):
         params.check()
+        resume_state(args.out)  # an unusable checkpoint to resume fails before any data is generated
         data_info = None
-        if not args.data.exists():
-            data_info = generate_dataset(args.data, args.episodes, args.seed, progress, cancel, workers=args.workers)
+        if len(args.data) == 1 and not args.data[0].exists():
+            data_info = generate_dataset(args.data[0], args.episodes, args.seed, progress, cancel, workers=args.workers)
         info = train(args.data, args.out, params, progress, cancel)
         if args.export:
             info["export"] = export_inference(args.out, args.export)

@@ -119,3 +119,16 @@ def test_data_and_train_resume_and_export(cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
     assert "not planner training data" in one_error(cli("planner", "train", "--minutes", "0.05", "--data", str(bad), "--out", str(tmp_path / "x.pt")))
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"PK\x03\x04 a truncated zip"])
+def test_a_foreign_or_truncated_checkpoint_is_one_error_line(cli, tmp_path: Path, content: bytes) -> None:
+    bad = tmp_path / "model.pt"
+    bad.write_bytes(content)
+    assert "not a diffusion planner checkpoint" in one_error(cli("planner", "run", "--type", "straight", "--checkpoint", str(bad)))
+    assert "not a diffusion planner checkpoint" in one_error(
+        cli("planner", "data", "--episodes", "1", "--student", str(bad), "--out", str(tmp_path / "d.npz")))
+    assert not (tmp_path / "d.npz").exists()
+    assert "cannot resume from model.pt" in one_error(
+        cli("planner", "train", "--minutes", "0.05", "--data", str(tmp_path / "d.npz"), "--out", str(bad)))
+    assert not (tmp_path / "d.npz").exists()  # refused before generating the missing data

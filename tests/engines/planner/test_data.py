@@ -1,11 +1,15 @@
-"""Expert data: the file must not depend on how many processes simulated it."""
+"""Expert data: the file must not depend on how many processes simulated it; student-driven
+(DAgger) data keeps the expert's labels and stops where the student fails."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engines.core import EngineError
-from engines.planner.data import episode_list, generate_dataset
+from engines.planner.data import episode_list, expert_episode, generate_dataset
+from engines.planner.planners.diffusion_planner import default_checkpoint
+from engines.planner.planners.rules import ConstantVelocityPlanner
+from engines.planner.train import load_dataset
 
 
 def test_episode_plan_cycles_types_and_never_uses_benchmark_seeds() -> None:
@@ -28,3 +32,27 @@ def test_impossible_worker_count_is_refused(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="workers"):
         generate_dataset(tmp_path / "x.npz", episodes=1, workers=0)
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_student_is_labelled_by_the_expert_until_it_crashes() -> None:
+    # Constant velocity runs into the braking leader of this scene within about 2 s.
+    driven = expert_episode("lead_braking", 2, False, student=ConstantVelocityPlanner())
+    expert = expert_episode("lead_braking", 2, False)
+    # The first state is the same for both, so its label is the expert's plan there.
+    np.testing.assert_allclose(driven.future[0, 0], expert.future[0, 0])
+    assert 0 < len(driven.inputs) < len(expert.inputs) // 2
+    # Later states are the student's: it keeps its speed where the expert brakes.
+    last = driven.inputs[-1]
+    assert last.ego[0] > expert.inputs[len(driven.inputs) - 1].ego[0]
+
+
+def test_training_reads_expert_and_student_files_together(tmp_path: Path) -> None:
+    generate_dataset(tmp_path / "expert.npz", episodes=1, seed=3)
+    info = generate_dataset(tmp_path / "student.npz", episodes=1, seed=3, student=default_checkpoint())
+    assert info["driver"] == "diffusion_planner.pt"
+    with np.load(tmp_path / "student.npz") as z:
+        assert str(z["student"]) == "diffusion_planner.pt"
+    one = load_dataset([tmp_path / "expert.npz"])
+    both = load_dataset([tmp_path / "expert.npz", tmp_path / "student.npz"])
+    assert len(both["future"]) == len(one["future"]) + info["samples"]
+    np.testing.assert_array_equal(both["future"][: len(one["future"])], one["future"])
