@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -166,14 +167,17 @@ def episode_list(count: int, seed: int) -> list[tuple[str, int, bool]]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _student(checkpoint: Path) -> Planner:
+    """One loaded student per process: ``reset`` readies it for each episode."""
+    from .planners.diffusion_planner import DiffusionPlanner
+
+    return DiffusionPlanner(checkpoint=checkpoint)
+
+
 def _episode_job(job: tuple[str, int, bool, Path | None]) -> Episode:
     kind, seed, noise, checkpoint = job
-    student = None
-    if checkpoint is not None:
-        from .planners.diffusion_planner import DiffusionPlanner
-
-        student = DiffusionPlanner(checkpoint=checkpoint)
-    return expert_episode(kind, seed, noise, student=student)
+    return expert_episode(kind, seed, noise, student=_student(checkpoint) if checkpoint is not None else None)
 
 
 def _one_torch_thread() -> None:

@@ -58,7 +58,6 @@ class DiffusionPlanner:
         self.settings = settings
         self.model = model if model is not None else load_model(checkpoint)[0]
         self.record_trace = False
-        self._sdf_cache: dict[int, torch.Tensor] = {}
 
     @property
     def label(self) -> str:

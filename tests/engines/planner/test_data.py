@@ -19,9 +19,11 @@ def test_episode_plan_cycles_types_and_never_uses_benchmark_seeds() -> None:
     assert [noisy for _, _, noisy in plan[:4]] == [False, True, False, True]
 
 
-def test_two_workers_write_the_same_samples_as_one(tmp_path: Path) -> None:
-    one = generate_dataset(tmp_path / "one.npz", episodes=2, seed=3, workers=1)
-    two = generate_dataset(tmp_path / "two.npz", episodes=2, seed=3, workers=2)
+@pytest.mark.parametrize("student", [None, default_checkpoint()], ids=["expert", "student"])
+def test_two_workers_write_the_same_samples_as_one(tmp_path: Path, student: Path | None) -> None:
+    # One worker drives both episodes with the same loaded student, two workers one each.
+    one = generate_dataset(tmp_path / "one.npz", episodes=2, seed=3, workers=1, student=student)
+    two = generate_dataset(tmp_path / "two.npz", episodes=2, seed=3, workers=2, student=student)
     assert one["samples"] == two["samples"] > 0
     with np.load(tmp_path / "one.npz") as a, np.load(tmp_path / "two.npz") as b:
         for key in ("ego", "agents", "lanes", "future", "future_valid"):
