@@ -199,9 +199,8 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     if workers < 1:
         raise EngineError("the number of data workers must be at least 1")
     if student is not None:
-        from .planners.diffusion_planner import load_model
-
-        load_model(student)  # a missing or foreign checkpoint fails before any episode runs
+        _student(student)  # a missing or foreign checkpoint fails before any episode runs
+    driver = Path(student).name if student is not None else "expert"
     t0 = time.perf_counter()
     items: list[Inputs] = []
     futures, valids = [], []
@@ -229,9 +228,9 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     seconds = time.perf_counter() - t0
     arrays["meta"] = np.array([episodes, seed, seconds])
     if student is not None:
-        arrays["student"] = np.array(Path(student).name)
+        arrays["student"] = np.array(driver)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
     return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
-            "driver": Path(student).name if student is not None else "expert"}
+            "driver": driver}
