@@ -35,6 +35,7 @@ class TrainParams:
     save_every_s: float = 180.0
     brake_weight: float = 1.0  # sampling weight of samples where the expert brakes hard (rare, and where crashes happen)
     early_weight: float = 1.0  # loss weight of the ego plan's first EARLY_S seconds against the rest (closed loop drives only those)
+    slow_weight: float = 1.0  # at most this loss weight for a waypoint the expert reaches with little travel (see travel_weights)
     max_steps: int | None = None  # for tests
 
     def check(self) -> None:
@@ -47,6 +48,8 @@ class TrainParams:
             raise EngineError("--brake-weight must be positive")
         if not self.early_weight > 0:
             raise EngineError("--early-weight must be positive")
+        if not self.slow_weight >= 1:
+            raise EngineError("--slow-weight must be at least 1")
 
 
 def _load_file(path: Path) -> dict[str, torch.Tensor]:
@@ -128,6 +131,22 @@ def early_weights(future_steps: int, weight: float) -> torch.Tensor | None:
     return w / w.mean()
 
 
+TRAVEL_FLOOR = 5.0  # m: travel below this counts as this much when weighing a waypoint's error
+
+
+def travel_weights(travel: torch.Tensor, std: torch.Tensor, cap: float) -> torch.Tensor | None:
+    """Per-sample ego waypoint loss weights (B, T): (std_t / max(travel, TRAVEL_FLOOR))^2 clipped to [1, cap].
+
+    Each waypoint is normalised by the spread of all training futures there (35 m at 8 s), so a
+    stopping plan's last metres, the ones that decide whether it stops short of a leader, cost
+    almost nothing in the loss. Weighing by the plan's own travel measures that error against the
+    distance the plan covers instead. ``travel`` (B, T) is the expert's distance from the start, m;
+    ``std`` (T,) the normalising spread of the along-track coordinate. None when ``cap`` is 1."""
+    if cap == 1.0:
+        return None
+    return ((std / travel.clamp(min=TRAVEL_FLOOR)) ** 2).clamp(1.0, cap)
+
+
 def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor]:
     x = {k: data[k][idx] for k in INPUT_KEYS}
     fut = data["future"][idx].clone()
@@ -171,7 +190,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
     weights = None
     if params.brake_weight != 1.0:
         weights = torch.where(hard_braking(data), params.brake_weight, 1.0).double()
-    loss_weights = early_weights(model_config.future_steps, params.early_weight)
+    early = early_weights(model_config.future_steps, params.early_weight)
     budget = params.minutes * 60.0
     t_start = time.perf_counter()
     last_save = t_start
@@ -194,6 +213,10 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
         else:
             idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
         x, x0, valid = batch_targets(model, data, idx)
+        loss_weights = early
+        travel = travel_weights(data["future"][idx, 0, 1:, :2].norm(dim=-1), model.ego_std[1:, 0], params.slow_weight)
+        if travel is not None:
+            loss_weights = travel if early is None else travel * early
         valid_now = valid[:, :, 0]
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))

@@ -1,5 +1,5 @@
 """Training-set sampling and loss weights: which expert samples count as hard braking, how the
-plan's first seconds are weighed, and impossible weights."""
+plan's first seconds and a stopping plan's far waypoints are weighed, and impossible weights."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ import torch
 from engines.core import EngineError
 from engines.planner.features import FUTURE_DT, FUTURE_STEPS
 from engines.planner.diffusion import diffusion_loss
-from engines.planner.train import EARLY_S, TrainParams, early_weights, hard_braking
+from engines.planner.train import EARLY_S, TRAVEL_FLOOR, TrainParams, early_weights, hard_braking, travel_weights
 
 
 def _ego_futures(speeds: list[list[float]]) -> dict[str, torch.Tensor]:
@@ -64,3 +64,20 @@ def test_the_ego_loss_counts_an_early_error_by_its_weight() -> None:
 def test_the_early_weight_must_be_positive() -> None:
     with pytest.raises(EngineError, match="early-weight"):
         TrainParams(early_weight=-1.0).check()
+
+
+def test_a_stopping_plans_far_waypoints_weigh_up_to_the_cap_and_a_cruising_plans_stay_at_one() -> None:
+    std = torch.tensor([4.0, 17.0, 35.0])  # the along-track spread at 1, 4 and 8 s
+    stopping = torch.tensor([1.0, 1.4, 1.5])  # m travelled by then: the expert stops within 1.5 m
+    rolling = torch.tensor([3.0, 10.0, 17.5])
+    cruise = torch.tensor([12.0, 48.0, 96.0])
+    assert travel_weights(stopping[None], std, 1.0) is None
+    w = travel_weights(torch.stack([stopping, rolling, cruise]), std, 16.0)
+    assert torch.allclose(w[0], torch.tensor([1.0, (17.0 / TRAVEL_FLOOR) ** 2, 16.0]))  # under the floor: counted as 5 m
+    assert torch.allclose(w[1], torch.tensor([1.0, (17.0 / 10.0) ** 2, 4.0]))
+    assert torch.equal(w[2], torch.ones(3))
+
+
+def test_the_slow_weight_must_be_at_least_one() -> None:
+    with pytest.raises(EngineError, match="slow-weight"):
+        TrainParams(slow_weight=0.5).check()
