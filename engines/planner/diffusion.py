@@ -39,7 +39,7 @@ def diffusion_loss(
     """MSE between predicted and true x0 on the future part, for the ego and valid neighbours.
 
     x0: (B, P, T+1, 4) normalised; row 0 of each trajectory is the current state and stays clean.
-    valid: (B, P, T+1) bool. ``ego_weights`` (T,), mean 1, weighs the ego's waypoints (None: equal).
+    valid: (B, P, T+1) bool. ``ego_weights`` (T,) or per sample (B, T) weighs the ego's waypoints (None: equal).
     Returns (total, ego loss, neighbour loss).
     """
     b = x0.shape[0]

@@ -191,6 +191,10 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
     if params.brake_weight != 1.0:
         weights = torch.where(hard_braking(data), params.brake_weight, 1.0).double()
     early = early_weights(model_config.future_steps, params.early_weight)
+    # Per-sample weights for the whole set, once: the normalisation they depend on is fixed by now.
+    travel = travel_weights(data["future"][:, 0, 1:, :2].norm(dim=-1), model.ego_std[1:, 0], params.slow_weight)
+    if travel is not None and early is not None:
+        travel = travel * early
     budget = params.minutes * 60.0
     t_start = time.perf_counter()
     last_save = t_start
@@ -213,10 +217,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
         else:
             idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
         x, x0, valid = batch_targets(model, data, idx)
-        loss_weights = early
-        travel = travel_weights(data["future"][idx, 0, 1:, :2].norm(dim=-1), model.ego_std[1:, 0], params.slow_weight)
-        if travel is not None:
-            loss_weights = travel if early is None else travel * early
+        loss_weights = early if travel is None else travel[idx]
         valid_now = valid[:, :, 0]
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
