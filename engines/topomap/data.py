@@ -60,11 +60,23 @@ def _stratified_split(labels: np.ndarray, test_fraction: float, rng: np.random.G
     return train_idx, test_idx
 
 
+def dataset_classes(name: str) -> tuple[str, ...]:
+    """A data set's class names without building its images (what a run file's network and
+    classes are checked against)."""
+    if name not in DATASETS:
+        raise EngineError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
+    if name == "digits":
+        return tuple(str(d) for d in range(10))
+    if name == "gratings":
+        step = 180 / GRATING_CLASSES
+        return tuple(f"{i * step:g}°" for i in range(GRATING_CLASSES))
+    return SHAPES
+
+
 @lru_cache(maxsize=4)
 def load_dataset(name: str) -> Dataset:
     """Build (and cache) a data set; the same name always gives the same arrays."""
-    if name not in DATASETS:
-        raise EngineError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
+    classes = dataset_classes(name)
     rng = np.random.default_rng(0)
     if name == "digits":
         from sklearn.datasets import load_digits
@@ -74,16 +86,12 @@ def load_dataset(name: str) -> Dataset:
         labels = bunch.target.astype(np.int64)
         train_idx, test_idx = _stratified_split(labels, 0.2, rng)
         x_train, y_train, x_test, y_test = images[train_idx], labels[train_idx], images[test_idx], labels[test_idx]
-        classes = tuple(str(d) for d in range(10))
     elif name == "gratings":
         x_train, y_train = random_gratings(PROCEDURAL_TRAIN, GRATING_CLASSES, rng)
         x_test, y_test = random_gratings(PROCEDURAL_TEST, GRATING_CLASSES, rng)
-        step = 180 / GRATING_CLASSES
-        classes = tuple(f"{i * step:g}°" for i in range(GRATING_CLASSES))
     else:
         x_train, y_train = random_shapes(PROCEDURAL_TRAIN, rng)
         x_test, y_test = random_shapes(PROCEDURAL_TEST, rng)
-        classes = SHAPES
     mean, std = float(x_train.mean()), float(x_train.std()) or 1.0
     norm = lambda a: ((a - mean) / std)[:, None].astype(np.float32)  # noqa: E731
     for array in (x_train, x_test):

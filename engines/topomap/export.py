@@ -31,26 +31,33 @@ def pinwheel_overlay(image: np.ndarray, layer: LayerMaps, cell: int = CELL) -> n
     return np.asarray(big)
 
 
-def export_pngs(view: RunView, out_dir: Path) -> list[Path]:
-    out_dir = Path(out_dir)
-    written: list[Path] = []
+def map_images(view: RunView) -> dict[str, np.ndarray]:
+    """Every map picture by file name: three maps and the per-class d' row per layer, and the kernels."""
+    images: dict[str, np.ndarray] = {}
     for layer in view.layers:
         for kind in ("category", "orientation", "frequency"):
             image = layer.images[kind]
-            picture = pinwheel_overlay(image, layer) if kind == "orientation" else upscale(image, CELL)
-            path = out_dir / f"{layer.name}-{kind}.png"
-            save_png(path, picture)
-            written.append(path)
+            images[f"{layer.name}-{kind}.png"] = pinwheel_overlay(image, layer) if kind == "orientation" else upscale(image, CELL)
         tiles = [upscale(scalar_rgb(layer.stats.dprime[c], layer.side), CELL // 2) for c in range(len(view.classes))]
         gap = np.full((tiles[0].shape[0], 4, 3), 255, np.uint8)
-        row = np.concatenate([x for tile in tiles for x in (tile, gap)][:-1], axis=1)
-        path = out_dir / f"{layer.name}-dprime-per-class.png"
-        save_png(path, row)
-        written.append(path)
-    path = out_dir / "kernels.png"
-    save_png(path, upscale(view.kernels, 6))
-    written.append(path)
-    return written
+        images[f"{layer.name}-dprime-per-class.png"] = np.concatenate([x for tile in tiles for x in (tile, gap)][:-1], axis=1)
+    images["kernels.png"] = upscale(view.kernels, 6)
+    return images
+
+
+def check_targets(paths: list[Path]) -> None:
+    """Refuse a set of files before writing any of them, so a failed export leaves nothing new behind."""
+    for path in paths:
+        if path.is_dir():
+            raise EngineError(f"cannot write {path}: it is a folder (nothing was written)")
+
+
+def export_pngs(view: RunView, out_dir: Path) -> list[Path]:
+    images = {Path(out_dir) / name: picture for name, picture in map_images(view).items()}
+    check_targets(list(images))
+    for path, picture in images.items():
+        save_png(path, picture)
+    return list(images)
 
 
 def maps_arrays(view: RunView) -> dict[str, np.ndarray]:
@@ -132,12 +139,14 @@ def export_weights(view: RunView, path: Path) -> Path:
 
 
 def export_all(view: RunView, out_dir: Path) -> dict[str, list[str]]:
-    """What `workbench topomap maps RUN --out DIR` writes."""
+    """What `workbench topomap maps RUN --out DIR` writes; every target is checked first."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise EngineError(f"{out_dir} is a file, not a folder")
+    npz, table, weights = out_dir / "maps.npz", out_dir / "units.csv", out_dir / "weights.npz"
+    check_targets([npz, table, weights])
     pngs = export_pngs(view, out_dir)
-    npz = export_npz(view, out_dir / "maps.npz")
-    table = export_csv(view, out_dir / "units.csv")
-    weights = export_weights(view, out_dir / "weights.npz")
+    export_npz(view, npz)
+    export_csv(view, table)
+    export_weights(view, weights)
     return {"png": [str(p) for p in pngs], "npz": [str(npz)], "csv": [str(table)], "weights": [str(weights)]}

@@ -37,6 +37,15 @@ def square_side(width: int, what: str = "layer width") -> int:
     return side
 
 
+def parse_widths(text: str) -> tuple[int, ...]:
+    """Widths typed as '16,36,64' (panel field and CLI flag alike); an empty item such as '16,,36'
+    is a typo, refused rather than silently dropped."""
+    try:
+        return tuple(int(v) for v in text.split(","))  # int() allows spaces around, refuses ''
+    except ValueError:
+        raise EngineError(f"widths {text!r} must be comma-separated integers such as 16,36,64") from None
+
+
 def _finite(name: str, value: float, low: float, high: float, *, low_open: bool = False) -> None:
     ok = isinstance(value, (int, float)) and math.isfinite(value) and value <= high and (value > low if low_open else value >= low)
     if not ok:

@@ -9,14 +9,18 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engines.core import EngineError, atomic_path, from_dict, to_jsonable
 
+from .data import dataset_classes
 from .maps import LayerStats
 from .params import TrainParams
+
+if TYPE_CHECKING:
+    from torch import nn
 
 RUN_SUFFIX = ".topomap.pt"
 FORMAT = "workbench-topomap-run"
@@ -157,10 +161,28 @@ def load_run(path: Path) -> RunRecord:
 
 def _check_consistent(record: RunRecord, name: str) -> None:
     widths = record.params.layer_widths
-    if not record.snapshots or not math.isfinite(record.accuracy):
+    if not record.snapshots:
         raise EngineError(f"{name} is damaged: it holds no map snapshots")
+    if not math.isfinite(record.accuracy):
+        raise EngineError(f"{name} is damaged: its accuracy is not a finite number")
     for snap in record.snapshots:
         if len(snap.layers) != len(widths) or any(layer.width != w for layer, w in zip(snap.layers, widths)):
             raise EngineError(f"{name} is damaged: its snapshots do not match its layer widths")
         if any(layer.dprime.shape[0] != len(record.classes) for layer in snap.layers):
             raise EngineError(f"{name} is damaged: its snapshots do not match its classes")
+    network(record, name)
+    if record.classes != dataset_classes(record.params.data):
+        raise EngineError(f"{name} is damaged: its classes do not match its data set ({record.params.data})")
+
+
+def network(record: RunRecord, name: str) -> nn.Module:
+    """The network the run describes, carrying its weights. Loaded strictly, so weights of another
+    shape, data set or a tampered file are one sentence instead of torch's key-by-key report."""
+    from .train import build_model  # train imports this module
+
+    model = build_model(record.params, len(dataset_classes(record.params.data)))
+    try:
+        model.load_state_dict(record.state)
+    except (RuntimeError, TypeError, AttributeError, ValueError, KeyError) as exc:
+        raise EngineError(f"{name} is damaged: its weights do not fit the network it describes") from exc
+    return model

@@ -16,7 +16,7 @@ from engines.core import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress
 from .maps import LayerMaps, derive_maps, unit_detail
 from .params import TrainParams, square_side
 from .render import hsv_to_rgb, mosaic
-from .runfile import EpochStats, RunRecord, Snapshot, load_run
+from .runfile import EpochStats, RunRecord, Snapshot, load_run, network
 from .stimuli import PROBE_FREQUENCIES, PROBE_ORIENTATIONS
 
 SNAPSHOT_SHUFFLES = 50
@@ -73,12 +73,10 @@ def view_run(record: RunRecord, *, path: Path | None = None, progress: ProgressF
     from .data import load_dataset
     from .probe import unit_responses
     from .stimuli import grating_probe
-    from .train import build_model
 
     data = load_dataset(record.params.data)
     progress(0.1, "probing the network")
-    model = build_model(record.params, data.n_classes)
-    model.load_state_dict(record.state)
+    model = network(record, Path(path).name if path else "the run")
     test = unit_responses(model, data.x_test)
     gratings = unit_responses(model, data.standardise(grating_probe().flat))
     final = record.snapshots[-1]

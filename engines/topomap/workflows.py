@@ -10,7 +10,7 @@ from typing import Callable
 from engines.core import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress, resource_path, scaled
 
 from .compare import CompareTable, ScatterPoint, load_compare, scatter_point
-from .params import TrainParams
+from .params import TrainParams, parse_widths
 from .runfile import EpochStats
 from .runview import RunView, SnapshotView, open_run, snapshot_view
 
@@ -89,10 +89,4 @@ def run_name(params: TrainParams) -> str:
 
 def with_widths(params: TrainParams, text: str) -> TrainParams:
     """Parameters with widths typed as '16,36,64' (validated: a clear sentence when wrong)."""
-    from engines.core import EngineError
-
-    try:
-        widths = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
-    except ValueError:
-        raise EngineError(f"widths {text!r} must be comma-separated integers such as 16,36,64") from None
-    return replace(params, widths=widths).validate()
+    return replace(params, widths=parse_widths(text)).validate()

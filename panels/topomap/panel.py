@@ -53,6 +53,8 @@ DATASETS = ("digits", "gratings", "shapes")
 KINDS = (("category", "Category d′ (best class)"), ("orientation", "Orientation preference"), ("frequency", "Spatial frequency preference"), ("dprime", "d′ of one class"))
 DEFAULTS = TrainParams()
 COMPARE_SUFFIX = ".topomap.json"
+UNIT_PLOT_HEIGHT = 140  # pixels of the tuning and class plots
+CLASS_ROW_HEIGHT = 15  # pixels per class in the class plot: one line of tick text
 
 
 def runs_folder() -> Path:
@@ -102,7 +104,7 @@ class TopomapPanel(MethodPanel):
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 3)
         split.setStretchFactor(2, 4)
-        split.setSizes([250, 480, 640])
+        split.setSizes([280, 450, 640])
 
     def _build_controls(self) -> QWidget:
         box = QWidget()
@@ -192,6 +194,10 @@ class TopomapPanel(MethodPanel):
         self.show_pinwheels.toggled.connect(self._on_choice)
         col.addWidget(show)
         col.addStretch(1)
+        # Long item names elide when the column is narrow instead of clipping the labels beside them.
+        for combo in (self.method, self.data, self.layer, self.kind, self.klass):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
         return box
 
     def _build_map(self) -> QWidget:
@@ -276,9 +282,12 @@ class TopomapPanel(MethodPanel):
         self.unit_title = QLabel("Click a unit on the map.")
         self.unit_title.setWordWrap(True)
         self.tuning_plot = small_plot("Orientation tuning", "response", "orientation (°)")
-        self.class_plot = small_plot("Mean response per class", "", "")
+        # Bars lie horizontally so that every class name has a row of its own ("112.5°", "crescent").
+        self.class_plot = small_plot("Mean response", "", "")
+        self.class_plot.invertY(True)
+        self.class_plot.getViewBox().setDefaultPadding(0.05)  # the longest bar stops short of the frame
         for plot in (self.tuning_plot, self.class_plot):
-            plot.setFixedHeight(140)
+            plot.setFixedHeight(UNIT_PLOT_HEIGHT)
         self.top = PixmapLabel()
         self.top.setFixedHeight(40)
         self.neighbours = QLabel("")
@@ -566,8 +575,10 @@ class TopomapPanel(MethodPanel):
             keys.append(f"<span style='color: {colour.name()}'>{freq:g}</span>")
         self.tuning_plot.setTitle(f"c/img {' '.join(keys)}", color="#222", size="9pt")
         means = detail.class_means[k]
-        self.class_plot.addItem(pg.BarGraphItem(x=np.arange(len(means)), height=means, width=0.7, brush=(31, 119, 180)))
-        self.class_plot.getAxis("bottom").setTicks([[(i, c) for i, c in enumerate(classes)]])
+        self.class_plot.addItem(pg.BarGraphItem(x0=0, y=np.arange(len(means)), width=means, height=0.7, brush=(31, 119, 180)))
+        self.class_plot.getAxis("left").setTicks([[(i, c) for i, c in enumerate(classes)]])
+        for plot in (self.tuning_plot, self.class_plot):  # one readable row per class, plus ~60 px of title and axis
+            plot.setFixedHeight(max(UNIT_PLOT_HEIGHT, 60 + CLASS_ROW_HEIGHT * len(means)))
         index = self.view.layer_names.index(layer.name)
         self.top.set_rgb(self.view.top_strips[index][k])
         rows = []

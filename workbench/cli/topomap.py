@@ -6,18 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from engines.core import EngineError, to_jsonable
-from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams
+from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams, parse_widths
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder
 
 SHIPPED_RUN = "cbsom.topomap.pt"
-
-
-def _widths(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise EngineError(f"widths {text!r} must be comma-separated integers, e.g. 16,36,64") from None
 
 
 def _methods(text: str) -> tuple[str, ...]:
@@ -49,7 +42,7 @@ def _base_params(args: argparse.Namespace, **extra: Any) -> TrainParams:
         batch_size=args.batch_size,
         lr=args.lr,
         lr_schedule=args.lr_schedule,
-        widths=_widths(args.widths),
+        widths=parse_widths(args.widths),
         alpha0=args.alpha0,
         sigma0=args.sigma0,
         tau=args.tau,
@@ -73,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     comp.add_argument("--first-seed", type=int, default=0, help="first seed (default 0): seeds run from it upwards")
     comp.add_argument("--methods", type=str, default=",".join(METHODS), help="comma-separated methods (default all)")
     comp.add_argument("--out", type=output_folder, default=None, help="folder to keep every run file in (a rerun reuses and resumes them)")
-    comp.add_argument("--save", type=Path, default=None, help="also write the result JSON here (for the panel's scatter plot)")
+    comp.add_argument("--save", type=output_file, default=None, help="also write the result JSON here (for the panel's scatter plot)")
     _schedule_flags(comp)
 
     maps = add_command(group, "maps", cmd_maps, "write a run's maps: PNG images, maps.npz, units.csv and weights.npz")

@@ -82,3 +82,43 @@ def test_corrupt_run_file_is_one_error(cli, tmp_path: Path) -> None:
     proc = cli("topomap", "maps", str(bad), "--out", str(tmp_path / "m"))
     assert proc.returncode == 2 and "not a readable topomap run file" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def one_error_line(proc) -> str:
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+    return lines[0]
+
+
+def test_a_run_whose_weights_do_not_fit_is_one_error(tiny_run, cli, tmp_path: Path) -> None:
+    import torch
+
+    payload = torch.load(tiny_run[0], weights_only=True)
+    bad = tmp_path / "nostate.topomap.pt"
+    torch.save({**payload, "state": {}}, bad)
+    line = one_error_line(cli("topomap", "maps", str(bad), "--out", str(tmp_path / "m"), "--quiet"))
+    assert "nostate.topomap.pt is damaged: its weights do not fit the network it describes" in line
+    assert not (tmp_path / "m").exists()
+
+
+def test_compare_refuses_a_save_folder_before_training(cli, tmp_path: Path) -> None:
+    runs, folder = tmp_path / "runs", tmp_path / "taken"
+    folder.mkdir()
+    proc = cli("topomap", "compare", "--seeds", "1", "--methods", "som", "--out", str(runs), "--save", str(folder), *TINY)
+    assert "it is a folder" in one_error_line(proc)
+    assert not runs.exists() or not any(runs.iterdir())  # nothing was trained
+
+
+def test_maps_with_a_blocked_target_writes_nothing(tiny_run, cli, tmp_path: Path) -> None:
+    out = tmp_path / "maps"
+    (out / "maps.npz").mkdir(parents=True)
+    line = one_error_line(cli("topomap", "maps", str(tiny_run[0]), "--out", str(out), "--quiet"))
+    assert "maps.npz" in line and "it is a folder" in line
+    assert [p.name for p in out.iterdir()] == ["maps.npz"]  # no PNGs left behind
+
+
+def test_widths_with_an_empty_item_are_refused(cli, tmp_path: Path) -> None:
+    proc = cli("topomap", "train", "--out", str(tmp_path / "x.topomap.pt"), "--widths", "16,,36", "--quiet")
+    assert "comma-separated integers" in one_error_line(proc)
+    assert not list(tmp_path.iterdir())

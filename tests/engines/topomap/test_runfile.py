@@ -8,23 +8,50 @@ import pytest
 import torch
 
 from engines.core import EngineError
+from engines.topomap.data import load_dataset
 from engines.topomap.params import TrainParams
+from engines.topomap.probe import accuracy
 from engines.topomap.runfile import FORMAT, load_run
-from engines.topomap.train import train
+from engines.topomap.train import build_model, train
 
 
 @pytest.fixture(scope="module")
-def run_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, torch.Tensor]]:
+    """A tiny run written to a file, with a copy of the weights training handed to save_run."""
+    from engines.topomap import train as train_module
+
     out = tmp_path_factory.mktemp("run") / "tiny.topomap.pt"
-    train(TrainParams(epochs=1, widths=(4, 9), batch_size=64, snapshots=2), out=out)
-    return out
+    weights: dict[str, torch.Tensor] = {}
+    save_run = train_module.save_run
+
+    def keep_weights(path: Path, record):
+        weights.update({k: v.detach().clone() for k, v in record.state.items()})
+        return save_run(path, record)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(train_module, "save_run", keep_weights)
+        train(TrainParams(epochs=1, widths=(4, 9), batch_size=64, snapshots=2), out=out)
+    return out, weights
 
 
-def test_round_trip(run_file: Path) -> None:
+@pytest.fixture(scope="module")
+def run_file(trained: tuple[Path, dict[str, torch.Tensor]]) -> Path:
+    return trained[0]
+
+
+def test_round_trip(trained: tuple[Path, dict[str, torch.Tensor]]) -> None:
+    """The loaded run carries the trained weights exactly, and they score the recorded accuracy."""
+    run_file, weights = trained
     record = load_run(run_file)
     assert record.params.widths == (4, 9) and record.classes == tuple("0123456789")
     assert len(record.snapshots) == 2 and record.snapshots[0].kernels.shape == (4, 5, 5)
     assert "convs.0.weight" in record.state and record.seconds > 0
+    assert set(record.state) == set(weights)
+    assert all(torch.equal(record.state[k], weights[k]) for k in weights)
+    data = load_dataset(record.params.data)
+    model = build_model(record.params, data.n_classes)
+    model.load_state_dict(record.state)
+    assert accuracy(model, data.x_test, data.y_test) == pytest.approx(record.accuracy)
 
 
 def test_missing_file_and_folder(tmp_path: Path) -> None:

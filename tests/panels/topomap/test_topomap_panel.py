@@ -182,3 +182,67 @@ def test_state_round_trip(qapp, panel, panel_ctx) -> None:
 def test_the_window_routes_run_and_comparison_files_to_this_panel(main_window) -> None:
     assert main_window.panel_for(Path("some/run.topomap.pt")) == "topomap"
     assert main_window.panel_for(Path("cmp.topomap.json")) == "topomap"
+
+
+def test_widths_with_an_empty_item_are_a_panel_message(qapp, panel, monkeypatch, tmp_path: Path) -> None:
+    import panels.topomap.panel as module
+
+    monkeypatch.setattr(module, "runs_folder", lambda: tmp_path)
+    panel.epochs.setValue(1)  # were "16,,36" taken for 16,36, the wrong run would at least be short
+    panel.widths.setText("16,,36")
+    panel.train_button.click()
+    assert finish(qapp, panel)[0].startswith("failed")
+    assert "must be comma-separated integers" in panel.message.text
+    assert not list(tmp_path.iterdir())  # nothing trained
+
+
+def test_a_run_whose_weights_do_not_fit_is_a_panel_message(qapp, panel, tmp_path: Path) -> None:
+    import torch
+
+    from engines.core import resource_path
+
+    payload = torch.load(resource_path("topomap", "cbsom.topomap.pt"), weights_only=True)
+    bad = tmp_path / "nostate.topomap.pt"
+    torch.save({**payload, "state": {}}, bad)
+    panel.open_path(bad)
+    assert finish(qapp, panel)[0].startswith("failed")
+    assert "nostate.topomap.pt is damaged: its weights do not fit the network it describes" in panel.message.text
+    assert "Unexpected" not in panel.message.text
+
+
+@pytest.mark.parametrize("controls_width", [None, 0])  # as opened, and dragged to its narrowest
+def test_train_and_show_labels_are_never_clipped(qapp, panel, controls_width) -> None:
+    from PySide6.QtWidgets import QFormLayout, QLabel, QSplitter
+
+    if controls_width is not None:
+        split = panel.findChild(QSplitter)
+        split.setSizes([controls_width, *split.sizes()[1:]])
+        qapp.processEvents()
+    forms = [box.layout() for box in (panel.method.parentWidget(), panel.layer.parentWidget())]
+    items = [form.itemAt(r, QFormLayout.ItemRole.LabelRole) for form in forms for r in range(form.rowCount())]
+    labels = [item.widget() for item in items if item is not None and isinstance(item.widget(), QLabel)]
+    assert {label.text() for label in labels} >= {"Method", "Data", "Widths", "Layer", "Map"}
+    clipped = [label.text() for label in labels if label.width() < label.sizeHint().width()]
+    assert not clipped, clipped
+
+
+def test_every_class_name_of_the_unit_bar_chart_has_a_row_of_its_own(qapp, panel) -> None:
+    import pyqtgraph as pg
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QFontMetrics
+
+    from engines.core import resource_path
+
+    panel.open_path(resource_path("topomap", "cbsom-gratings.topomap.pt"))
+    assert finish(qapp, panel) == ["finished"]
+    panel.select_unit(5)
+    qapp.processEvents()
+    classes = list(panel.view.classes)
+    assert max(len(c) for c in classes) > 3  # "112.5°": longer than a bar is wide when written under it
+    ticks = panel.class_plot.getAxis("left")._tickLevels
+    assert ticks and [name for _, name in ticks[0]] == classes
+    box = panel.class_plot.getViewBox()
+    rows = [box.mapViewToScene(QPointF(0, i)).y() for i in range(len(classes))]
+    pitch = min(b - a for a, b in zip(rows, rows[1:]))
+    assert pitch >= QFontMetrics(panel.class_plot.getAxis("left").font()).height() * 0.8  # the axis draws at 0.8 line height
+    assert any(isinstance(item, pg.BarGraphItem) for item in panel.class_plot.getPlotItem().items)
