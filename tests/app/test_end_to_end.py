@@ -20,9 +20,9 @@ def test_every_dock_opens_runs_its_example_and_is_not_blank(qapp, qtbot, main_wi
         panel.runner.finished.connect(lambda r: outcome.append("finished"))
         panel.runner.failed.connect(lambda text: outcome.append(f"failed: {text}"))
         panel.runner.errored.connect(lambda text, tb: outcome.append(f"error: {text}\n{tb}"))
-        if main_window.run_panel(name):
-            assert wait_until(qapp, lambda: outcome and not panel.runner.busy, 600), f"{name}: example did not finish"
-            assert outcome == ["finished"], f"{name}: {outcome}"
+        assert main_window.run_panel(name), f"{name}: no example to run"
+        assert wait_until(qapp, lambda: outcome and not panel.runner.busy, 600), f"{name}: example did not finish"
+        assert outcome == ["finished"], f"{name}: {outcome}"
         wait_until(qapp, lambda: False, 0.2)
         image = grab_image(main_window.docks[name])
         assert not is_blank(image), f"the {name} dock rendered blank"

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from engines.core import METHODS
 
-from ..conftest import wait_until
+from ..conftest import ROOT, wait_until
 
 
 def test_title_menus_and_a_dock_per_method(main_window) -> None:
@@ -101,12 +101,20 @@ def test_palette_covers_every_menu_action(main_window) -> None:
 
 
 def test_session_save_and_open_round_trip(tmp_path: Path, main_window) -> None:
-    main_window.show_panel("attention")
+    """Values changed after saving come back when the session is opened again."""
+    panel = main_window.show_panel("attention")
     path = main_window.save_session(tmp_path / "mine")
     assert path.name == "mine.wbsession.json"
     doc = json.loads(path.read_text())
     assert doc["format"] == "workbench-session" and "attention" in doc["panels"]
+    saved = doc["panels"]["attention"]
+    panel.n.setValue(saved["n"] + 256)
+    panel.preset.setCurrentIndex((panel.preset.findData(saved["preset"]) + 1) % (panel.preset.count() - 1))
+    panel.tile.setValue(saved["tile"] // 2)
+    assert panel.state() != saved
     assert main_window.open_session(path)
+    assert (panel.n.value(), panel.preset.currentData(), panel.tile.value()) == (saved["n"], saved["preset"], saved["tile"])
+    assert panel.state() == saved
     assert str(path.resolve()) in main_window.settings.recent_files()
 
 
@@ -118,17 +126,26 @@ def test_a_broken_session_file_is_one_clear_message(tmp_path: Path, main_window)
 
 
 def test_dropping_a_session_file_opens_it(tmp_path: Path, main_window) -> None:
+    """A dropped session file is opened: it becomes the current session and restores the panels."""
+    panel = main_window.show_panel("attention")
     path = main_window.save_session(tmp_path / "drop")
+    n = panel.n.value()
+    main_window.session_path = None
+    panel.n.setValue(n + 256)
     data = QMimeData()
     data.setUrls([QUrl.fromLocalFile(str(path))])
     event = QDropEvent(QPoint(10, 10), Qt.DropAction.CopyAction, data, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
     main_window.dropEvent(event)
     assert main_window.session_path == path
+    assert panel.n.value() == n
 
 
-def test_recent_files_menu_lists_opened_files(tmp_path: Path, main_window) -> None:
-    path = main_window.save_session(tmp_path / "recent")
-    main_window._fill_recent()
+def test_recent_files_menu_lists_opened_files(main_window) -> None:
+    """A file opened through the window shows up in File > Open recent."""
+    path = ROOT / "resources" / "attention" / "samples" / "prefix_document_512.flashmask.json"
+    assert str(path.resolve()) not in main_window.settings.recent_files()
+    assert main_window.open_path(path)
+    main_window.recent_menu.aboutToShow.emit()
     texts = [a.text() for a in main_window.recent_menu.actions()]
     assert str(path.resolve()) in texts
 
@@ -227,13 +244,22 @@ def test_preferences_are_stored_and_the_theme_applies(qtbot, main_window) -> Non
 
 
 def test_about_lists_versions_and_the_torch_device(qapp, main_window) -> None:
+    """Once the warm-up reports, About has the torch and Device rows and the status bar names the device."""
+    import torch
+
+    from engines.core import device
     from workbench.dialogs import AboutDialog
 
     main_window.start_warmup()
     assert wait_until(qapp, lambda: main_window.torch_info is not None, 60)
-    text = AboutDialog(main_window.torch_info, main_window).label.text()
-    assert "PySide6" in text and "torch" in text and "cpu" in text.lower()
-    assert "torch" in main_window.device_label.text()
+    info = main_window.torch_info
+    expected = str(device())
+    assert info["device"] == expected
+    text = AboutDialog(info, main_window).label.text()
+    assert "<b>PySide6 / Qt</b></td><td>" in text
+    assert f"<b>torch</b></td><td>{torch.__version__}</td>" in text
+    assert f"<b>Device</b></td><td>{expected}" in text
+    assert main_window.device_label.text() == f"torch {torch.__version__} · {expected} · {torch.get_num_threads()} threads"
 
 
 def test_a_dock_shown_as_the_window_closes_builds_no_panel(qtbot, main_window) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -45,14 +46,23 @@ def test_render_refuses_bad_input(cli, tmp_path: Path, args: list[str], fragment
 
 
 def test_solve_prints_program_iou_renders_seconds(cli, tmp_path: Path) -> None:
+    """A single rectangle is solved, and the printed program really draws it (IoU recomputed here)."""
+    from engines.sketcher.image_input import load_target
+    from engines.sketcher.language import parse
+    from engines.sketcher.render import render
+
     target = tmp_path / "target.png"
     assert cli("sketcher", "render", "--program", "(Quad 8 8 6 4 G)", "--size", "300", "--out", str(target)).returncode == 0
     proc = cli("sketcher", "solve", "--target", str(target), "--budget", "600", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert {"program", "iou", "renders", "seconds"} <= set(data)
-    assert data["renders"] <= 600 and 0 <= data["iou"] <= 1 and data["seconds"] >= 0
-    assert data["program"].startswith("(")
+    assert data["renders"] <= 600 and data["seconds"] >= 0
+    assert data["solved"] and data["iou"] >= 0.98
+    goal = load_target(target)
+    drawn = render(parse(data["program"]), goal.shape[0])
+    iou = np.count_nonzero(drawn & goal) / np.count_nonzero(drawn | goal)
+    assert goal.any() and iou >= 0.98 and iou == pytest.approx(data["iou"], abs=1e-4)
 
 
 def test_solve_refuses_unusable_images(cli, tmp_path: Path) -> None:

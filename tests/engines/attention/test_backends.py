@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from engines.attention import MASKS, build, flashmask_attention, make_mask
+from engines.attention.api import resolve_backend
 from engines.attention.backends import blocksparse
 from engines.core import EngineError
 
@@ -114,9 +115,14 @@ def test_blocksparse_gradients_on_random_rectangular_masks() -> None:
 
 
 def test_auto_picks_blocksparse_on_the_cpu_and_none_means_no_mask() -> None:
+    """On CPU tensors "auto" is blocksparse; a None mask is plain causal or plain full attention."""
     q, k, v = _qkv(33, 33, 2)
+    assert resolve_backend("auto", q) == "blocksparse"
     causal = flashmask_attention(q, k, v, None, causal=True)
+    assert torch.equal(causal, flashmask_attention(q, k, v, None, causal=True, backend="blocksparse"))
     assert _err(causal, torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)) < TOL
+    full = flashmask_attention(q, k, v, None, causal=False)
+    assert _err(full, torch.nn.functional.scaled_dot_product_attention(q, k, v)) < TOL
 
 
 @pytest.mark.parametrize(

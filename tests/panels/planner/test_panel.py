@@ -181,12 +181,19 @@ def test_bad_files_show_one_clear_message(qapp, qtbot, panel_ctx, tmp_path: Path
 
 
 def test_bad_xml_and_unknown_type_messages(qapp, qtbot, panel_ctx, tmp_path: Path) -> None:
+    """Broken XML and a JSON file of another type (not a scenario, not an episode) each get one clear message."""
     panel = make_panel(qtbot, panel_ctx)
     path = tmp_path / "scene.xml"
     path.write_text("<commonRoad><lanelet>")
     panel.open_path(path)
     finish(qapp, panel)
-    assert "not valid XML" in panel.message.text
+    assert "not valid XML" in panel.message.text and panel.loaded is None
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**scenario_to_dict(generate("straight", 0)), "format": "workbench-topomap-compare"}))
+    panel.open_path(other)
+    finish(qapp, panel)
+    assert "other.json is not a planner scenario (format 'workbench-topomap-compare')" in panel.message.text
+    assert panel.loaded is None
 
 
 def test_opening_an_episode_file_replays_it(qapp, qtbot, panel_ctx, idm_episode, tmp_path: Path) -> None:

@@ -91,14 +91,22 @@ def test_ppo_policy_runs_from_the_method_box(qapp, panel) -> None:
 
 
 def test_colour_modes_point_size_and_cameras(qapp, ran) -> None:
+    """Every colour mode repaints the points; instance and ground truth use the viewer's instance palette."""
+    from engines.segmentation.viewer import instance_colors
+
     p = ran
-    before = p.pred_view.scatter.color.copy()
+    previous = p.pred_view.scatter.color.copy()
     for mode in ("ground truth", "score", "prior residual", "rgb", "errors", "instance"):
         p.controls.color.setCurrentText(mode)
         qapp.processEvents()
-        assert p.pred_view.scatter.color.shape[1] == 4
-    p.controls.color.setCurrentText("rgb")
-    assert not np.array_equal(before, p.pred_view.scatter.color)
+        colors = p.pred_view.scatter.color
+        assert colors.shape == (len(p.scene.drawn), 4)
+        assert not np.array_equal(colors, previous), f"{mode!r} drew the same colours as the mode before it"
+        previous = colors.copy()
+        if mode == "ground truth":
+            np.testing.assert_array_equal(colors, instance_colors(p.scene.cloud.instance[p.scene.drawn]))
+        elif mode == "instance":
+            np.testing.assert_array_equal(colors, instance_colors(p.view.result.instance[p.scene.drawn]))
     p.controls.size.setValue(7)
     assert p.pred_view.scatter.size == 7.0 and p.gt_view.scatter.size == 7.0
     p.camera_preset("top")
