@@ -29,6 +29,28 @@ def export_json(path: Path, result: SegmentationResult, extra: dict | None = Non
     return write_json(path, {**result.summary(), **(extra or {})})
 
 
+def scannet_scene_name(path: str | Path) -> str:
+    """The ScanNet scene name for a cloud file: its stem in ASCII letters, digits, '_', '-' and '.'.
+
+    The panel and the CLI both name their ScanNet files with this, so the same input gives the same
+    files; accents are dropped ('scène' -> 'scene') and other characters become '_'.
+    """
+    import unicodedata
+
+    stem = unicodedata.normalize("NFKD", Path(path).stem).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", stem).lstrip(".")
+    return name if name.strip("_.-") else "scene"
+
+
+def check_scannet_folder(folder: str | Path) -> Path:
+    """Refuse a ScanNet target that cannot take the layout (it, or its pred_mask, is a file) before any work."""
+    folder = Path(folder)
+    for path in (folder, folder / "pred_mask"):
+        if path.exists() and not path.is_dir():
+            raise EngineError(f"cannot write the ScanNet layout into {folder}: {path} is a file, not a folder")
+    return folder
+
+
 def export_scannet(folder: Path, result: SegmentationResult, scene: str = "scene", label_id: int = 1) -> Path:
     """`<scene>.txt` listing `pred_mask/<scene>_NNN.txt label_id confidence`, one 0/1 file per mask.
 
@@ -37,7 +59,7 @@ def export_scannet(folder: Path, result: SegmentationResult, scene: str = "scene
     """
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", scene):
         raise EngineError(f"scene name {scene!r} may only hold letters, digits, '_', '-' and '.'")
-    folder = Path(folder)
+    folder = check_scannet_folder(folder)
     (folder / "pred_mask").mkdir(parents=True, exist_ok=True)
     lines = []
     for seg in result.segments:

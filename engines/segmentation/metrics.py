@@ -51,7 +51,10 @@ class APResult:
     n_pred: int
 
 
-def evaluate(scenes: list[ScenePrediction], min_region: int = 100) -> APResult:
+MIN_REGION = 100  # ScanNet's rule: objects (and predictions) of fewer points are not judged
+
+
+def evaluate(scenes: list[ScenePrediction], min_region: int = MIN_REGION) -> APResult:
     """Pool all scenes and compute AP at IoU 0.25 and 0.50:0.05:0.95 (NaN when nothing to judge)."""
     prepared = [_prepare(s, min_region) for s in scenes]
     per, curves = {}, {}

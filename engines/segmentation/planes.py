@@ -51,7 +51,7 @@ def remove_planes(points: np.ndarray, params: PlaneParams = PlaneParams(), seed:
 
 
 def _remove_planes(o3d, points: np.ndarray, params: PlaneParams, seed: int) -> tuple[np.ndarray, list[Plane], float]:
-    o3d.utility.random.seed(seed)
+    o3d.utility.random.seed(seed % 2**31)  # Open3D takes a 32-bit int; derived room seeds can exceed it
     n = len(points)
     keep = np.ones(n, dtype=bool)
     floor_z = float(np.quantile(points[:, 2], 0.02)) if n else 0.0

@@ -1,9 +1,11 @@
-"""Point clouds in and out: PLY / PCD / XYZ / PTS through Open3D's tensor API, NPZ through NumPy.
+"""Point clouds in and out: binary PLY / PCD through Open3D's tensor API, text rows and NPZ through NumPy.
 
 Extra per-vertex fields (`instance`, `score`) travel through Open3D's tensor point clouds. Headers
 are checked here before Open3D reads a file, because Open3D silently returns garbage for a
-truncated binary PLY and prints to stderr for a file that is not one: every bad file gets one
-clear `EngineError` instead. Non-finite points are dropped and counted.
+truncated binary PLY and prints to stderr for a file that is not one. Text formats (ASCII PLY and
+PCD, XYZ, PTS) are parsed here, every row of them: Open3D reads a word, a short row or a missing
+row as uninitialised memory. Every bad file gets one clear `EngineError`. Non-finite points are
+dropped and counted.
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ SUFFIXES: tuple[str, ...] = (".ply", ".pcd", ".xyz", ".pts", ".npz")
 MAX_POINTS = 20_000_000
 MAX_BYTES = 2 * 1024**3
 
-_PLY_SIZES = {"char": 1, "uchar": 1, "int8": 1, "uint8": 1, "short": 2, "ushort": 2, "int16": 2, "uint16": 2,
-              "int": 4, "uint": 4, "int32": 4, "uint32": 4, "float": 4, "float32": 4, "double": 8, "float64": 8}
+_PLY_TYPES = {"char": "i1", "uchar": "u1", "int8": "i1", "uint8": "u1", "short": "i2", "ushort": "u2", "int16": "i2", "uint16": "u2",
+              "int": "i4", "uint": "u4", "int32": "i4", "uint32": "u4", "float": "f4", "float32": "f4", "double": "f8", "float64": "f8"}
 
 
 @dataclass(frozen=True)
@@ -63,14 +65,13 @@ def read_cloud(path: str | os.PathLike[str], *, max_points: int = MAX_POINTS, ma
         raise EngineError(f"{path.name} is too large ({size / 1024**3:.1f} GiB; the limit is {max_bytes / 1024**3:.1f} GiB)")
     if suffix == ".npz":
         cloud = _read_npz(path, max_points)
+    elif suffix == ".ply":
+        cloud = _read_ply(path, size, max_points)
+    elif suffix == ".pcd":
+        cloud = _read_pcd(path, size, max_points)
     else:
-        if suffix == ".ply":
-            _check_ply(path, size, max_points)
-        elif suffix == ".pcd":
-            _check_pcd(path, size, max_points)
-        else:
-            _check_text(path)
-        cloud = _read_open3d(path)
+        _check_text(path)
+        cloud = _read_pts(path, max_points) if suffix == ".pts" else _read_xyz(path, max_points)
     return _finite(cloud, path.name)
 
 
@@ -104,13 +105,28 @@ def _header_lines(path: Path, end_marker: bytes, limit: int = 65536) -> tuple[li
     return lines, -1
 
 
-def _check_ply(path: Path, size: int, max_points: int) -> None:
+def _count(path: Path, text: str, max_points: int) -> int:
+    """A header's point count: a whole number from 1 to ``max_points``."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise EngineError(f"{path.name} is corrupt: its header gives {text!r} as the number of points") from None
+    if count < 0:
+        raise EngineError(f"{path.name} is corrupt: its header gives a negative number of points ({count})")
+    if count == 0:
+        raise EngineError(f"{path.name} contains no points")
+    if count > max_points:
+        raise EngineError(f"{path.name} is too large ({count:,} points; the limit is {max_points:,})")
+    return count
+
+
+def _read_ply(path: Path, size: int, max_points: int) -> PointCloud:
     lines, body = _header_lines(path, b"end_header")
     if not lines or lines[0] != "ply":
         raise EngineError(f"{path.name} is not a PLY point cloud (it does not start with a 'ply' header)")
     if body < 0:
         raise EngineError(f"{path.name} is corrupt: its PLY header never ends ('end_header' missing)")
-    fmt = next((l.split()[1] for l in lines if l.startswith("format ")), "")
+    fmt = next((l.split()[1] for l in lines if l.startswith("format ") and len(l.split()) > 1), "")
     if fmt not in ("ascii", "binary_little_endian", "binary_big_endian"):
         raise EngineError(f"{path.name} is corrupt: unknown PLY format {fmt!r}")
     elements: list[tuple[str, int, list[list[str]]]] = []
@@ -118,62 +134,168 @@ def _check_ply(path: Path, size: int, max_points: int) -> None:
         parts = line.split()
         if parts[:1] == ["element"] and len(parts) == 3:
             try:
-                elements.append((parts[1], int(parts[2]), []))
+                n = int(parts[2])
             except ValueError:
-                raise EngineError(f"{path.name} is corrupt: bad element line {line!r}") from None
-        elif parts[:1] == ["property"] and elements:
+                n = -1
+            if n < 0:
+                raise EngineError(f"{path.name} is corrupt: bad element line {line!r}")
+            elements.append((parts[1], n, []))
+        elif parts[:1] == ["property"] and len(parts) >= 3 and elements:
             elements[-1][2].append(parts[1:])
     vertex = next((e for e in elements if e[0] == "vertex"), None)
     if vertex is None:
         raise EngineError(f"{path.name} has no vertices, so it is not a point cloud")
-    names = {p[-1] for p in vertex[2]}
-    if not {"x", "y", "z"} <= names:
+    names = [p[-1] for p in vertex[2]]
+    if not {"x", "y", "z"} <= set(names):
         raise EngineError(f"{path.name} is not a point cloud: its vertices have no x, y, z coordinates")
-    count = vertex[1]
-    if count > max_points:
-        raise EngineError(f"{path.name} is too large ({count:,} points; the limit is {max_points:,})")
-    if count == 0:
-        raise EngineError(f"{path.name} contains no points")
+    count = _count(path, str(vertex[1]), max_points)
+    if any(p[0] == "list" for p in vertex[2]):
+        raise EngineError(f"{path.name} is not a point cloud: its vertices hold lists")
+    try:
+        types = [np.dtype(_PLY_TYPES[p[0]]) for p in vertex[2]]
+    except KeyError as exc:
+        raise EngineError(f"{path.name} is corrupt: unknown PLY type {exc.args[0]!r}") from None
     if fmt == "ascii":
-        with open(path, "rb") as fh:
-            fh.seek(body)
-            rows = sum(1 for line in fh if line.strip())
-        if rows < count:
-            raise EngineError(f"{path.name} is corrupt: the header promises {count:,} points but the file holds {rows:,} rows")
-        return
+        # One line per element instance, in header order: the vertex rows follow those of earlier elements.
+        skip = len(lines) + sum(e[1] for e in elements[: elements.index(vertex)])
+        rows = _rows(path, skip, {len(names)}, count)
+        _all_there(path, count, len(rows))
+        column = {name: (rows[:, i], types[i]) for i, name in enumerate(names)}
+        return _from_columns(path, column)
     needed = 0
-    for name, n, props in elements:
+    for _, n, props in elements:
         if any(p[0] == "list" for p in props):
-            if name == "vertex":
-                raise EngineError(f"{path.name} is not a point cloud: its vertices hold lists")
             break  # variable-size elements follow: only the part before them can be checked
         try:
-            needed += n * sum(_PLY_SIZES[p[0]] for p in props)
+            needed += n * sum(np.dtype(_PLY_TYPES[p[0]]).itemsize for p in props)
         except KeyError as exc:
             raise EngineError(f"{path.name} is corrupt: unknown PLY type {exc.args[0]!r}") from None
     if size - body < needed:
         raise EngineError(f"{path.name} is corrupt or truncated: {size - body:,} bytes of data, {needed:,} expected")
+    return _read_open3d(path)
 
 
-def _check_pcd(path: Path, size: int, max_points: int) -> None:
+def _read_pcd(path: Path, size: int, max_points: int) -> PointCloud:
     lines, body = _header_lines(path, b"DATA")
     fields = {l.split()[0]: l.split()[1:] for l in lines if l and not l.startswith("#") and l.split()}
     if "FIELDS" not in fields or "POINTS" not in fields or "DATA" not in fields or body < 0:
         raise EngineError(f"{path.name} is not a PCD point cloud (its header lacks FIELDS, POINTS or DATA)")
-    if not {"x", "y", "z"} <= set(fields["FIELDS"]):
+    names = fields["FIELDS"]
+    if not {"x", "y", "z"} <= set(names):
         raise EngineError(f"{path.name} is not a point cloud: it has no x, y, z fields")
     try:
-        count = int(fields["POINTS"][0])
         sizes = [int(s) for s in fields.get("SIZE", [])]
-        counts = [int(c) for c in fields.get("COUNT", ["1"] * len(sizes))]
+        counts = [int(c) for c in fields.get("COUNT", ["1"] * len(names))]
+        kinds = fields.get("TYPE", ["F"] * len(names))
+        data = fields["DATA"][0]
+        points = fields["POINTS"][0]
     except (ValueError, IndexError):
         raise EngineError(f"{path.name} is corrupt: unreadable PCD header") from None
-    if count > max_points:
-        raise EngineError(f"{path.name} is too large ({count:,} points; the limit is {max_points:,})")
-    if count == 0:
-        raise EngineError(f"{path.name} contains no points")
-    if fields["DATA"][0] == "binary" and size - body < count * sum(s * c for s, c in zip(sizes, counts)):
+    count = _count(path, points, max_points)
+    if data == "binary" and size - body < count * sum(s * c for s, c in zip(sizes, counts)):
         raise EngineError(f"{path.name} is corrupt or truncated: less data than its header promises")
+    if data != "ascii":
+        return _read_open3d(path)
+    if len(counts) != len(names) or len(kinds) != len(names) or min(counts) < 1:
+        raise EngineError(f"{path.name} is corrupt: its FIELDS, TYPE and COUNT lines do not match")
+    rows = _rows(path, len(lines), {sum(counts)}, count)
+    _all_there(path, count, len(rows))
+    starts = np.cumsum([0, *counts])
+    column = {}
+    for name, start, kind, n in zip(names, starts, kinds, counts):
+        if n == 1:
+            column[name] = (rows[:, start], np.dtype(np.float32 if kind == "F" else np.int64))
+    if "rgb" in column or "rgba" in column:
+        values, dtype = column.pop("rgb", None) or column.pop("rgba")
+        # Packed 0x00RRGGBB, written as the bits of a float (TYPE F) or as an integer (TYPE U / I).
+        packed = values.astype(np.float32).view(np.uint32) if dtype.kind == "f" else np.nan_to_num(values).astype(np.uint32)
+        rgb = np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255], axis=1).astype(np.uint8)
+        return _from_columns(path, column, rgb)
+    return _from_columns(path, column)
+
+
+def _read_xyz(path: Path, max_points: int) -> PointCloud:
+    """XYZ: rows of x y z and perhaps more columns (ignored), the same number in every row."""
+    rows = _rows(path, 0, range(3, 64), max_points + 1)
+    if len(rows) > max_points:
+        raise EngineError(f"{path.name} is too large (more than {max_points:,} points)")
+    return PointCloud(rows[:, :3].astype(np.float32))
+
+
+def _read_pts(path: Path, max_points: int) -> PointCloud:
+    """PTS: the number of points on the first line, then x y z [intensity] [r g b] per row."""
+    with open(path, encoding="latin-1") as fh:
+        first = fh.readline().split()
+    if len(first) != 1:
+        raise EngineError(f"{path.name} is not a PTS point cloud: its first line must be the number of points")
+    count = _count(path, first[0], max_points)
+    rows = _rows(path, 1, {3, 4, 6, 7}, count)
+    _all_there(path, count, len(rows))
+    colors = None if rows.shape[1] in (3, 4) else _clipped(rows[:, -3:], np.dtype(np.uint8))
+    return PointCloud(rows[:, :3].astype(np.float32), colors)
+
+
+def _rows(path: Path, skip: int, widths: range | set[int], max_rows: int) -> np.ndarray:
+    """Rows of numbers after ``skip`` lines, each ``widths`` long (the same in every row); one sentence
+    naming the first row that is not."""
+    try:
+        rows = np.loadtxt(path, dtype=np.float64, skiprows=skip, max_rows=max_rows, ndmin=2, encoding="latin-1")
+    except ValueError:
+        rows = None
+    if rows is not None and (len(rows) == 0 or rows.shape[1] in widths):
+        return rows
+    with open(path, encoding="latin-1") as fh:  # only for the message: find the row that broke it
+        for number, line in enumerate(fh, 1):
+            parts = line.split("#")[0].split()
+            if number <= skip or not parts:
+                continue
+            if len(parts) not in widths or not all(_is_number(p) for p in parts):
+                want = f"{widths[0]} or more" if isinstance(widths, range) else " or ".join(map(str, sorted(widths)))
+                raise EngineError(f"line {number} of {path.name} is not a row of {want} numbers: {line.strip()[:40]!r}")
+            widths = {len(parts)}
+    raise EngineError(f"{path.name} is corrupt: its rows are not all numbers")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _all_there(path: Path, promised: int, rows: int) -> None:
+    if rows < promised:
+        raise EngineError(f"{path.name} is truncated or corrupt: its header promises {promised:,} points but it holds {rows:,}")
+
+
+def _from_columns(path: Path, column: dict[str, tuple[np.ndarray, np.dtype]], colors: np.ndarray | None = None) -> PointCloud:
+    """A cloud from parsed text columns, each with the type its header declares."""
+    points = np.stack([column[k][0] for k in "xyz"], axis=1).astype(np.float32)
+    if colors is None and {"red", "green", "blue"} <= column.keys():
+        colors = _colors(np.stack([_clipped(*column[k]) for k in ("red", "green", "blue")], axis=1))
+    instance = _instance(path, column["instance"][0]) if "instance" in column else None
+    score = column["score"][0].astype(np.float32) if "score" in column else None
+    return PointCloud(points, colors, instance, score)
+
+
+def _clipped(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Text numbers as ``dtype``; integers clipped to its range rather than wrapped around."""
+    if dtype.kind == "f":
+        return values.astype(dtype)
+    info = np.iinfo(dtype)
+    return np.clip(np.nan_to_num(np.rint(values)), info.min, info.max).astype(dtype)
+
+
+def _instance(path: Path, values: np.ndarray) -> np.ndarray:
+    """Instance ids: whole numbers that fit an int32 (0 is no object)."""
+    values = np.asarray(values).reshape(-1)
+    if values.dtype.kind not in "iu":
+        if values.dtype.kind != "f" or not np.isfinite(values).all() or (values != np.rint(values)).any():
+            raise EngineError(f"{path.name}: 'instance' must hold whole numbers (one object id per point)")
+    if len(values) and (values.min() < -(2**31) or values.max() >= 2**31):
+        raise EngineError(f"{path.name}: 'instance' ids must fit in 32 bits")
+    return values.astype(np.int32)
 
 
 def _check_text(path: Path) -> None:
@@ -225,6 +347,10 @@ def _read_npz(path: Path, max_points: int) -> PointCloud:
     import zipfile
 
     try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+        if magic == b"\x93NUMPY":
+            raise EngineError(f"{path.name} is a single NumPy array (.npy), not an .npz archive: save it with np.savez(path, points=array)")
         with np.load(path, allow_pickle=False) as data:
             key = next((k for k in ("points", "xyz", "positions", "coords") if k in data.files), None)
             if key is None:
@@ -235,21 +361,24 @@ def _read_npz(path: Path, max_points: int) -> PointCloud:
             if len(pts) > max_points:
                 raise EngineError(f"{path.name} is too large ({len(pts):,} points; the limit is {max_points:,})")
             n = len(pts)
-            colors = next((data[k] for k in ("colors", "rgb") if k in data.files), None)
-            instance = data["instance"] if "instance" in data.files else None
-            score = data["score"] if "score" in data.files else None
+            colors = next((k for k in ("colors", "rgb") if k in data.files), None)
+            extra = {name: np.asarray(data[k]) for name, k in (("colors", colors), ("instance", "instance"), ("score", "score")) if k in data.files}
     except EngineError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise EngineError(f"{path.name} is corrupt or not a NumPy .npz archive ({type(exc).__name__})") from None
-    for name, arr in (("colors", colors), ("instance", instance), ("score", score)):
-        if arr is not None and len(arr) != n:
+    shapes = {"colors": ((n, 3),), "instance": ((n,), (n, 1)), "score": ((n,), (n, 1))}
+    for name, arr in extra.items():
+        if arr.ndim and arr.dtype.kind in "fiu" and len(arr) != n:
             raise EngineError(f"{path.name}: '{name}' has {len(arr)} rows but there are {n} points")
+        if arr.dtype.kind not in "fiu" or arr.shape not in shapes[name]:
+            want = "an N x 3" if name == "colors" else "a length-N"
+            raise EngineError(f"{path.name}: '{name}' must be {want} numeric array (N = {n} points), not {arr.dtype} {arr.shape}")
     return PointCloud(
         pts[:, :3].astype(np.float32),
-        None if colors is None else _colors(colors),
-        None if instance is None else np.asarray(instance).reshape(-1).astype(np.int32),
-        None if score is None else np.asarray(score).reshape(-1).astype(np.float32),
+        _colors(extra["colors"]) if "colors" in extra else None,
+        _instance(path, extra["instance"]) if "instance" in extra else None,
+        extra["score"].reshape(-1).astype(np.float32) if "score" in extra else None,
     )
 
 

@@ -122,6 +122,7 @@ class SceneView:
     extent: float
     has_gt: bool
     dropped: int
+    grid: np.ndarray = field(repr=False)  # floor grid: line segments as pairs of points
 
     @property
     def points(self) -> int:
@@ -156,9 +157,10 @@ def scene_view(cloud: PointCloud, path: str, max_drawn: int = MAX_DRAWN, progres
     if cloud.instance is not None:
         colors["ground truth"] = instance_colors(cloud.instance[drawn])
     colors["height"] = scalar_colors(pos[:, 2])
+    extent = float(np.linalg.norm(hi - lo))
     progress(1.0, "loaded")
-    return SceneView(path, cloud, drawn, pos, colors, tuple(float(v) for v in (lo + hi) / 2), float(np.linalg.norm(hi - lo)),
-                     cloud.instance is not None, cloud.dropped)
+    return SceneView(path, cloud, drawn, pos, colors, tuple(float(v) for v in (lo + hi) / 2), extent,
+                     cloud.instance is not None, cloud.dropped, grid_lines(pos, extent))
 
 
 def result_view(scene: SceneView, result: SegmentationResult) -> ResultView:
@@ -224,15 +226,23 @@ def cylinder_lines(x: float, y: float, r: float, z0: float, z1: float, segments:
     return np.concatenate(lines).astype(np.float32)
 
 
-def grid_lines(positions: np.ndarray, extent: float) -> np.ndarray:
-    """A floor grid under the points (line segment pairs), spaced at a round step."""
+def grid_lines(positions: np.ndarray, extent: float, max_lines: int = 200) -> np.ndarray:
+    """A floor grid under the points (line segment pairs), spaced at a round step.
+
+    At most ``max_lines`` lines a side, so that far-off or huge coordinates still give a grid.
+    """
+    positions = np.asarray(positions, np.float64)
+    positions = positions[np.isfinite(positions).all(axis=1)]
     if len(positions) == 0:
         return np.zeros((2, 3), np.float32)
     lo, hi = positions.min(0), positions.max(0)
     floor = float(np.quantile(positions[:, 2], 0.02))
+    extent = extent if np.isfinite(extent) else float(np.linalg.norm(hi - lo))
     step = max(0.25, float(10 ** np.floor(np.log10(max(extent, 1e-3) / 4))))
-    xs = np.arange(np.floor(lo[0] / step) * step, hi[0] + step, step)
-    ys = np.arange(np.floor(lo[1] / step) * step, hi[1] + step, step)
+    start = np.floor(lo[:2] / step) * step
+    lines = np.minimum(np.floor((hi[:2] - start) / step) + 2, max_lines).astype(int)
+    xs = start[0] + step * np.arange(lines[0])
+    ys = start[1] + step * np.arange(lines[1])
     segs = [[(x, ys[0], floor), (x, ys[-1], floor)] for x in xs] + [[(xs[0], y, floor), (xs[-1], y, floor)] for y in ys]
     return np.asarray(segs, np.float32).reshape(-1, 3)
 

@@ -45,6 +45,7 @@ class SegmentationPanel(MethodPanel):
         self._exporters = {kind: ctx.jobs.runner(f"segmentation-export-{kind}") for kind in ("ply", "json", "scannet")}
         for runner in self._exporters.values():
             runner.failed.connect(self.show_error)
+            runner.errored.connect(lambda text, tb: self.show_error(f"The export failed ({text}); the log has the details."))
             runner.finished.connect(lambda p: self.show_info(f"Wrote {p}"))
         self._recompute_timer = QTimer(self)
         self._recompute_timer.setSingleShot(True)
@@ -58,6 +59,10 @@ class SegmentationPanel(MethodPanel):
         self.runner.done.connect(lambda: self._busy(False))
         self.runner.progress.connect(self._progress)
         self.runner.finished.connect(self._on_finished)
+        # The status line shows a job's progress; when the job fails it goes back to what it said before.
+        self.runner.started.connect(lambda *_: setattr(self, "_status_before", self.status.text()))
+        for signal in (self.runner.failed, self.runner.errored, self.runner.cancelled):
+            signal.connect(lambda *_: self.status.setText(self._status_before))
         self._restore_ui_choices()
         self._show_example_room()
 
@@ -192,23 +197,66 @@ class SegmentationPanel(MethodPanel):
         }
 
     def restore(self, state: dict[str, Any]) -> None:
-        index = self.method.findData(state.get("method", "grabs"))
-        self.method.setCurrentIndex(max(index, 0))
-        self.anchors.setValue(int(state.get("anchors", 40)))
-        for name, value in dict(state.get("thresholds", {})).items():
-            if name in self.thresholds.SPECS:
-                self.thresholds.set_value(name, float(value), emit=False)
-        if state.get("color_mode") in COLOR_MODES:
-            self.controls.color.setCurrentText(state["color_mode"])
-        self.controls.size.setValue(int(state.get("point_size", 3)))
-        self.controls.side.setChecked(bool(state.get("side_by_side", True)))
-        self.controls.link.setChecked(bool(state.get("link_cameras", True)))
-        path = state.get("path")
+        try:
+            checked = self._checked(state)
+        except (TypeError, ValueError) as exc:
+            self.show_error(f"The session's segmentation settings are invalid: {exc}")
+            return
+        self.method.setCurrentIndex(self.method.findData(checked["method"]))
+        self.anchors.setValue(checked["anchors"])
+        for name, value in checked["thresholds"].items():
+            self.thresholds.set_value(name, value, emit=False)
+        if checked["color_mode"] is not None:
+            self.controls.color.setCurrentText(checked["color_mode"])
+        self.controls.size.setValue(checked["point_size"])
+        self.controls.side.setChecked(checked["side_by_side"])
+        self.controls.link.setChecked(checked["link_cameras"])
+        path = checked["path"]
         if path:
             if Path(path).exists():
                 self.open_path(Path(path))
             else:
                 self.show_error(f"The session's point cloud {path} no longer exists.")
+
+    def _checked(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Every setting of a session checked before any is applied, so that a bad one changes nothing."""
+        def number(key: str, value: Any, whole: bool = False) -> int | float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ValueError(f"{key} must be a number, not {value!r}")
+            if whole and value != int(value):
+                raise ValueError(f"{key} must be a whole number, not {value!r}")
+            return int(value) if whole else float(value)
+
+        def flag(key: str, default: bool) -> bool:
+            value = state.get(key, default)
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be true or false, not {value!r}")
+            return value
+
+        if not isinstance(state, dict):
+            raise TypeError(f"they must be a JSON object, not {type(state).__name__}")
+        method = state.get("method", "grabs")
+        if self.method.findData(method) < 0:
+            raise ValueError(f"unknown method {method!r}")
+        thresholds = state.get("thresholds", {})
+        if not isinstance(thresholds, dict):
+            raise ValueError(f"thresholds must be an object of name: value, not {thresholds!r}")
+        color_mode = state.get("color_mode")
+        if color_mode is not None and color_mode not in COLOR_MODES:
+            raise ValueError(f"unknown colour mode {color_mode!r}")
+        path = state.get("path") or ""
+        if not isinstance(path, str):
+            raise ValueError(f"path must be a file name, not {path!r}")
+        return {
+            "method": method,
+            "anchors": number("anchors", state.get("anchors", 40), whole=True),
+            "thresholds": {k: number(k, v) for k, v in thresholds.items() if k in self.thresholds.SPECS},
+            "color_mode": color_mode,
+            "point_size": number("point_size", state.get("point_size", 3), whole=True),
+            "side_by_side": flag("side_by_side", True),
+            "link_cameras": flag("link_cameras", True),
+            "path": path,
+        }
 
     def export_actions(self) -> list[QAction]:
         actions = []
@@ -276,16 +324,18 @@ class SegmentationPanel(MethodPanel):
 
     # Drawing ---------------------------------------------------------------------------------
     def _show_scene(self, scene) -> None:
-        self.scene = scene
-        self.view = None  # any earlier result belongs to another cloud
-        self.hidden = set()
-        self.selected = None
+        """Install a loaded scene. Everything it needs (grid included) was computed and checked by the engine
+        in the worker, so nothing here can fail half-way and leave a half-installed scene."""
         n_drawn = len(scene.drawn)
         text = f"{Path(scene.path).name}: {scene.points:,} points"
         if n_drawn < scene.points:
             text += f" ({n_drawn:,} drawn)"
         if scene.dropped:
             text += f"; {scene.dropped:,} NaN/inf points dropped"
+        self.scene = scene
+        self.view = None  # any earlier result belongs to another cloud
+        self.hidden = set()
+        self.selected = None
         self.status.setText(text)
         self._visible = np.ones(n_drawn, bool)
         size = float(self.controls.size.value())
@@ -294,11 +344,8 @@ class SegmentationPanel(MethodPanel):
         if gt is not None:
             self.gt_view.set_points(scene.positions, gt, size)
         self._update_gt_box()
-        from engines.segmentation.viewer import grid_lines
-
-        grid = grid_lines(scene.positions, scene.extent)
         for v in (self.pred_view, self.gt_view):
-            v.set_grid(grid)
+            v.set_grid(scene.grid)
             v.set_cylinder(None)
         self.camera_preset("iso")
 

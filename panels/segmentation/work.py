@@ -58,7 +58,8 @@ def export(kind: str, path: Path, scene, result, job) -> str:
     elif kind == "json":
         ex.export_json(path, result, {"input": scene.path})
     elif kind == "scannet":
-        ex.export_scannet(path, result, Path(scene.path).stem if Path(scene.path).stem.replace("_", "").isalnum() else "scene")
+        # The CLI's scene name: the same cloud gives the same files from both.
+        ex.export_scannet(path, result, ex.scannet_scene_name(scene.path))
     else:
         raise ValueError(kind)
     return str(path)

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     scenes = add_command(group, "scenes", cmd_scenes, "write procedural benchmark rooms (PLY with a ground-truth 'instance' field)")
     scenes.add_argument("--n", type=int, default=10, help="how many rooms (default 10)")
-    scenes.add_argument("--seed", type=int, default=0, help="seed of the first room (default 0)")
+    scenes.add_argument("--seed", type=_seed, default=0, help="seed of the first room (default 0)")
     scenes.add_argument("--out", type=output_folder, required=True, help="folder to write scene_NNN.ply / .json into")
     scenes.add_argument("--points", type=int, default=20000, help="points per room (default 20000)")
 
@@ -23,14 +23,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("scene", type=existing_file, help="input point cloud")
     run.add_argument("--method", choices=("grabs", "dbscan"), default="grabs", help="GrabS agent (default) or the DBSCAN baseline")
     run.add_argument("--out", type=output_file, required=True, help="labelled output (.ply keeps 'instance' and 'score')")
-    run.add_argument("--summary", type=output_file, help="also write the JSON summary to this file")
+    run.add_argument("--summary", type=output_file, help="also write the JSON summary to this .json file")
     run.add_argument("--scannet", type=output_folder, help="also write the ScanNet benchmark layout into this folder")
     run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     run.add_argument("--anchors", type=int, default=40, help="agent anchors (default 40)")
     run.add_argument("--agent", choices=("search", "ppo"), default="search",
                      help="who moves the cylinders: the search over every action (default) or the PPO policy")
     run.add_argument("--policy", type=existing_file, help="PPO policy checkpoint for --agent ppo (default: the shipped one)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     tune = run.add_argument_group("thresholds (the panel's Thresholds tab; defaults: the shipped settings)")
     tune.add_argument("--mask-threshold", type=float, help="|SDF| at most this (normalised) is on the object (default 0.02)")
     tune.add_argument("--found-threshold", type=float, help="objectness distance at most this: found (default 0.14)")
@@ -52,16 +52,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
     train.add_argument("--out", type=output_file, required=True, help="checkpoint to write (and resume from when it exists)")
-    train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    train.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
     train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
 
     policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
     policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
     policy.add_argument("--out", type=output_file, required=True, help="policy checkpoint to write")
-    policy.add_argument("--seed", type=int, default=0, help="random seed; also picks the training rooms (default 0)")
+    policy.add_argument("--seed", type=_seed, default=0, help="random seed; also picks the training rooms (default 0)")
     policy.add_argument("--rooms", type=int, default=32, help="training rooms held at once, a rolling pool (default 32)")
     policy.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
+
+
+def _seed(value: str) -> int:
+    """argparse type: a seed that NumPy, torch and Open3D (a 32-bit int) all take."""
+    try:
+        seed = int(value)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 2**31:
+        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {value!r}")
+    return seed
 
 
 def _params(anchors: int, agent: str = "search", **kwargs: Any):
@@ -91,12 +102,23 @@ def cmd_scenes(args: argparse.Namespace) -> None:
 
 def cmd_run(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
-    from engines.segmentation.export import export_json, export_ply, export_scannet
+    from engines.segmentation.export import check_scannet_folder, export_json, export_ply, export_scannet, scannet_scene_name
     from engines.segmentation.pipeline import segment, with_thresholds
     from engines.segmentation.pointio import read_cloud
 
+    # Every output is checked before any work, so that a refused one leaves nothing half done behind.
+    flags: dict[Path, str] = {}
+    for flag, value in (("--out", args.out), ("--summary", args.summary), ("--scannet", args.scannet)):
+        if value:
+            if value.resolve() in flags:
+                raise EngineError(f"{flags[value.resolve()]} and {flag} both name {value}: each output needs its own path")
+            flags[value.resolve()] = flag
     if args.out.suffix.lower() not in (".ply", ".pcd", ".npz"):
         raise EngineError(f"--out {args.out.name}: use .ply (or .pcd / .npz) so that 'instance' and 'score' are kept")
+    if args.summary and args.summary.suffix.lower() != ".json":
+        raise EngineError(f"--summary {args.summary.name}: the summary is JSON, so give it a .json name")
+    if args.scannet:
+        check_scannet_folder(args.scannet)
     cloud = read_cloud(args.scene)  # a bad file fails here, before torch is imported
     configure_threads()
     if args.method == "grabs" and args.agent == "ppo":
@@ -117,22 +139,16 @@ def cmd_run(args: argparse.Namespace) -> None:
     if args.summary:
         export_json(args.summary, result, {"input": str(args.scene), "out": str(args.out)})
     if args.scannet:
-        export_scannet(args.scannet, result, args.scene.stem if _plain(args.scene.stem) else "scene")
+        export_scannet(args.scannet, result, scannet_scene_name(args.scene))
     human = f"{len(result.segments)} segments in {result.seconds:.1f} s -> {args.out}"
     if cloud.dropped:
         human += f" ({cloud.dropped} NaN/inf points dropped)"
     output(args, summary, human)
 
 
-def _plain(name: str) -> bool:
-    import re
-
-    return re.fullmatch(r"[A-Za-z0-9_.-]+", name) is not None
-
-
 def cmd_eval(args: argparse.Namespace) -> None:
     from engines.core import to_jsonable
-    from engines.segmentation.metrics import ScenePrediction, evaluate
+    from engines.segmentation.metrics import MIN_REGION, ScenePrediction, evaluate
     from engines.segmentation.pointio import read_cloud
 
     pred, gt = read_cloud(args.pred), read_cloud(args.gt)
@@ -143,6 +159,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if len(pred) != len(gt):
         raise EngineError(f"{args.pred.name} has {len(pred)} points but {args.gt.name} has {len(gt)}: they must be the same cloud")
     result = evaluate([ScenePrediction.from_labels(gt.instance, pred.instance, pred.score)])
+    if result.n_gt == 0:
+        raise EngineError(f"{args.gt.name} holds no ground-truth objects of at least {MIN_REGION} points: nothing to evaluate")
     data = {"ap": result.ap, "ap50": result.ap50, "ap25": result.ap25, "per_threshold": result.per_threshold,
             "gt_objects": result.n_gt, "predictions": result.n_pred,
             "curves": {k: to_jsonable(v) for k, v in result.curves.items() if k in ("0.25", "0.50")}}
@@ -156,6 +174,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     if not args.scenes.is_dir():
         raise EngineError(f"{args.scenes} is not a folder of scenes")
+    if args.limit is not None and args.limit < 1:
+        raise EngineError(f"--limit must be at least 1 scene, got {args.limit}")
     configure_threads()
     from engines.segmentation.policy import load_policy
 

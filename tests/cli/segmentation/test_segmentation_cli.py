@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engines.segmentation.metrics import ScenePrediction, evaluate
 from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
 
 
@@ -42,7 +43,12 @@ def test_run_dbscan_then_eval(cli, scene_dir: Path, tmp_path: Path) -> None:
     proc = cli("segmentation", "eval", "--pred", str(pred), "--gt", str(scene_dir / "scene_000.ply"), "--json")
     assert proc.returncode == 0, proc.stderr
     ap = json.loads(proc.stdout)
-    assert 0.0 <= ap["ap"] <= ap["ap50"] <= 1.0 and ap["ap25"] >= ap["ap50"]
+    # the same two files scored in-process by the engine's metrics: the CLI reads and passes them right
+    gt = read_cloud(scene_dir / "scene_000.ply")
+    expected = evaluate([ScenePrediction.from_labels(gt.instance, out.instance, out.score)])
+    assert (ap["ap"], ap["ap50"], ap["ap25"]) == pytest.approx((expected.ap, expected.ap50, expected.ap25))
+    assert (ap["gt_objects"], ap["predictions"]) == (expected.n_gt, expected.n_pred)
+    assert 0.0 <= ap["ap"] <= ap["ap50"] <= ap["ap25"] <= 1.0 and ap["ap25"] > 0.0
 
 
 def test_run_grabs_writes_instance_and_score(cli, scene_dir: Path, tmp_path: Path) -> None:
@@ -136,3 +142,46 @@ def test_nan_points_are_dropped_and_counted(cli, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["dropped_non_finite"] == 25
     assert len(read_cloud(tmp_path / "o.ply")) == 2975
+
+
+def test_seeds_outside_the_32_bit_range_are_one_error(cli, scene_dir: Path, tmp_path: Path) -> None:
+    scene = str(scene_dir / "scene_000.ply")
+    for seed in ("-1", "2147483648", "4294967296", "abc"):
+        line = _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--seed", seed, "--out", str(tmp_path / "o.ply")))
+        assert "seed must be an integer from 0 to 2^31-1" in line, line
+    assert "seed must be" in _one_error(cli("segmentation", "scenes", "--seed", "-1", "--out", str(tmp_path / "rooms")))
+    assert not (tmp_path / "o.ply").exists() and not (tmp_path / "rooms").exists()
+
+
+def test_run_checks_every_output_before_any_work(cli, scene_dir: Path, tmp_path: Path) -> None:
+    scene = str(scene_dir / "scene_000.ply")
+    same = tmp_path / "same.ply"
+    assert "both name" in _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(same)))
+    assert ".json" in _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(tmp_path / "s.txt")))
+    blocked = tmp_path / "scannet"
+    blocked.mkdir()
+    (blocked / "pred_mask").write_text("a file where the mask folder goes")
+    line = _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(tmp_path / "s.json"),
+                          "--scannet", str(blocked)))
+    assert "pred_mask is a file" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scannet"] and sorted(p.name for p in blocked.iterdir()) == ["pred_mask"]
+
+
+def test_scannet_files_are_named_from_an_ascii_scene_name(cli, tmp_path: Path) -> None:
+    scene = write_cloud(tmp_path / "scène.ply", PointCloud(np.random.default_rng(0).uniform(0, 3, (3000, 3)).astype(np.float32)))
+    proc = cli("segmentation", "run", str(scene), "--method", "dbscan", "--out", str(tmp_path / "o.ply"), "--scannet", str(tmp_path / "sn"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "sn" / "scene.txt").exists()
+
+
+def test_eval_without_ground_truth_objects_is_an_error(cli, tmp_path: Path) -> None:
+    pts = np.random.default_rng(0).uniform(0, 3, (3000, 3)).astype(np.float32)
+    gt = write_cloud(tmp_path / "gt.ply", PointCloud(pts, instance=np.zeros(3000, np.int32)))
+    pred = write_cloud(tmp_path / "pred.ply", PointCloud(pts, instance=np.ones(3000, np.int32), score=np.ones(3000, np.float32)))
+    line = _one_error(cli("segmentation", "eval", "--pred", str(pred), "--gt", str(gt)))
+    assert "holds no ground-truth objects of at least 100 points: nothing to evaluate" in line
+
+
+def test_bench_limit_must_be_positive(cli, scene_dir: Path) -> None:
+    for limit in ("0", "-1"):
+        assert "--limit must be at least 1" in _one_error(cli("segmentation", "bench", "--scenes", str(scene_dir), "--limit", limit))

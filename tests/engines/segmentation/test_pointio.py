@@ -164,3 +164,118 @@ def test_float_and_16_bit_colours_become_bytes(tmp_path: Path) -> None:
     np.savez(tmp_path / "bad.npz", points=pts, colors=np.zeros((3, 3)))
     with pytest.raises(EngineError, match="rows"):
         read_cloud(tmp_path / "bad.npz")
+
+
+PLY_HEAD = "ply\nformat ascii 1.0\nelement vertex {n}\nproperty float x\nproperty float y\nproperty float z\nend_header\n"
+PCD_HEAD = "VERSION .7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH {n}\nHEIGHT 1\nPOINTS {n}\nDATA ascii\n"
+
+
+def _rows_text(n: int, bad_row: int | None = None, bad: str = "0.1 0.2 oops") -> str:
+    rows = [f"{k / n:.4f} {k / n:.4f} 0.5" for k in range(n)]
+    if bad_row is not None:
+        rows[bad_row] = bad
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("name, text, line", [
+    ("word.ply", PLY_HEAD.format(n=300) + _rows_text(300, 150), 158),
+    ("short_row.ply", PLY_HEAD.format(n=300) + _rows_text(300, 150, "0.1 0.2"), 158),
+    ("word.pcd", PCD_HEAD.format(n=300) + _rows_text(300, 150), 160),
+    ("word.xyz", _rows_text(300, 150), 151),
+    ("word.pts", "300\n" + _rows_text(300, 150), 152),
+])
+def test_text_rows_that_are_not_numbers_are_named(tmp_path: Path, name: str, text: str, line: int) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(EngineError, match=f"line {line} of {name} is not a row of"):
+        read_cloud(path)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("short.ply", PLY_HEAD.format(n=300) + _rows_text(150)),
+    ("short.pcd", PCD_HEAD.format(n=5) + "1 2 3\n"),
+    ("short.pts", "1000\n" + _rows_text(500)),
+])
+def test_text_clouds_with_fewer_rows_than_their_header_are_truncated(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(EngineError, match="truncated or corrupt: its header promises .* points but it holds"):
+        read_cloud(path)
+
+
+def test_ascii_ply_nan_and_inf_rows_are_dropped_not_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "inf.ply"
+    path.write_text(PLY_HEAD.format(n=300) + _rows_text(300, 150, "inf 0.5 0.5"))
+    cloud = read_cloud(path)
+    assert len(cloud) == 299 and cloud.dropped == 1 and np.abs(cloud.points).max() <= 1.0
+    path.write_text(PLY_HEAD.format(n=3) + "nan nan nan\nnan 1 1\ninf 0 0\n")
+    with pytest.raises(EngineError, match="no finite points"):
+        read_cloud(path)
+
+
+def test_negative_header_counts_are_corrupt(tmp_path: Path) -> None:
+    (tmp_path / "neg.ply").write_text(PLY_HEAD.format(n=-5))
+    (tmp_path / "neg.pcd").write_text(PCD_HEAD.format(n=-5))
+    (tmp_path / "neg.pts").write_text("-5\n1 2 3\n")
+    for name in ("neg.ply", "neg.pcd", "neg.pts"):
+        with pytest.raises(EngineError, match="corrupt") as info:
+            read_cloud(tmp_path / name)
+        assert "\x1b" not in str(info.value) and "Open3D" not in str(info.value)
+
+
+@pytest.mark.parametrize("suffix", [".ply", ".pcd"])
+def test_ascii_ply_and_pcd_keep_colours_instance_and_score(tmp_path: Path, cloud: PointCloud, suffix: str) -> None:
+    import open3d as o3d
+
+    pc = o3d.t.geometry.PointCloud()
+    pc.point.positions = o3d.core.Tensor(cloud.points)
+    pc.point.colors = o3d.core.Tensor(cloud.colors)
+    pc.point["instance"] = o3d.core.Tensor(cloud.instance.reshape(-1, 1))
+    pc.point["score"] = o3d.core.Tensor(cloud.score.reshape(-1, 1))
+    path = tmp_path / f"a{suffix}"
+    assert o3d.t.io.write_point_cloud(str(path), pc, write_ascii=True)
+    back = read_cloud(path)
+    assert np.allclose(back.points, cloud.points, atol=1e-5)
+    assert np.array_equal(back.colors, cloud.colors) and np.array_equal(back.instance, cloud.instance)
+    assert np.allclose(back.score, cloud.score, atol=1e-6)
+
+
+def test_pcd_colours_packed_in_a_float(tmp_path: Path) -> None:
+    packed = np.array([(10 << 16) | (20 << 8) | 30], np.uint32).view(np.float32)
+    path = tmp_path / "f.pcd"
+    path.write_text(PCD_HEAD.format(n=1).replace("x y z", "x y z rgb").replace("4 4 4", "4 4 4 4").replace("F F F", "F F F F")
+                    .replace("COUNT 1 1 1", "COUNT 1 1 1 1") + f"1 2 3 {packed[0].item()!r}\n")
+    assert read_cloud(path).colors.tolist() == [[10, 20, 30]]
+
+
+def test_pts_needs_its_count_line_and_reads_colours(tmp_path: Path) -> None:
+    path = tmp_path / "c.pts"
+    path.write_text("2\n1 2 3 7 10 20 30\n4 5 6 7 40 50 60\n")
+    back = read_cloud(path)
+    assert back.points.tolist() == [[1, 2, 3], [4, 5, 6]] and back.colors.tolist() == [[10, 20, 30], [40, 50, 60]]
+    path.write_text("1 2 3\n4 5 6\n")
+    with pytest.raises(EngineError, match="first line must be the number of points"):
+        read_cloud(path)
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"colors": np.array(["x"] * 4)}, "'colors' must be an N x 3 numeric array"),
+    ({"colors": np.zeros((4, 4), np.uint8)}, "'colors' must be an N x 3 numeric array"),
+    ({"instance": np.int32(3)}, "'instance' must be a length-N numeric array"),
+    ({"instance": np.zeros((4, 2), np.int32)}, "'instance' must be a length-N numeric array"),
+    ({"instance": np.array([0, 1.5, 2, np.nan])}, "'instance' must hold whole numbers"),
+    ({"score": np.zeros((4, 2))}, "'score' must be a length-N numeric array"),
+])
+def test_npz_extra_arrays_are_checked(tmp_path: Path, arrays: dict, message: str) -> None:
+    path = tmp_path / "bad.npz"
+    np.savez(path, points=np.zeros((4, 3), np.float32), **arrays)
+    with pytest.raises(EngineError, match=message):
+        read_cloud(path)
+
+
+def test_npy_renamed_to_npz_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "plain.npz"
+    with open(path, "wb") as fh:
+        np.save(fh, np.zeros((4, 3), np.float32))
+    with pytest.raises(EngineError, match=r"single NumPy array \(.npy\), not an .npz archive"):
+        read_cloud(path)

@@ -91,3 +91,19 @@ def test_labelled_ply_and_json(tmp_path: Path) -> None:
     assert [s["id"] for s in data["segments"]] == [1, 2]
     seg = data["segments"][0]
     assert seg["points"] == 120 and seg["score"] == pytest.approx(0.9) and len(seg["bbox"]) == 2 and len(seg["centroid"]) == 3
+
+
+def test_grid_stays_small_for_far_or_huge_coordinates() -> None:
+    from engines.segmentation.viewer import grid_lines
+
+    for pts in (np.array([[5e6, 5e6, 0.0], [5e6 + 30, 5e6 + 40, 1.0]]), np.array([[-7e31, 0, 0], [7e31, 1e-3, 1e30]]),
+                np.array([[0.0, 0.0, 0.0], [np.nan, 1.0, 1.0]])):
+        grid = grid_lines(pts.astype(np.float32), float(np.linalg.norm(np.nanmax(pts, 0) - np.nanmin(pts, 0))))
+        assert 2 <= len(grid) <= 4 * 200 and grid.shape[1] == 3
+
+
+def test_scene_view_carries_its_grid() -> None:
+    from engines.segmentation.viewer import scene_view
+
+    scene = scene_view(PointCloud(np.random.default_rng(0).uniform(0, 4, (500, 3)).astype(np.float32)), "toy.ply")
+    assert len(scene.grid) > 4 and np.isfinite(scene.grid).all()

@@ -1,0 +1,89 @@
+"""The GrabS panel with bad input: broken clouds, bad session values, exports that cannot be written."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.segmentation.pointio import PointCloud, write_cloud
+from tests.conftest import wait_until
+from tests.panels.segmentation.test_segmentation_panel import finish, panel  # noqa: F401  (the shared fixture)
+
+pytestmark = pytest.mark.gl
+
+PLY = "ply\nformat ascii 1.0\nelement vertex {n}\nproperty float x\nproperty float y\nproperty float z\nend_header\n"
+
+
+def _bad_files(folder: Path) -> dict[str, str]:
+    """File name -> words of the one sentence the panel must show for it."""
+    (folder / "trunc.pcd").write_text("VERSION .7\nFIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nCOUNT 1 1 1\nWIDTH 5\nHEIGHT 1\nPOINTS 5\nDATA ascii\n1 2 3\n")
+    (folder / "allnan.ply").write_text(PLY.format(n=3) + "nan nan nan\nnan 1 1\ninf 0 0\n")
+    (folder / "word.ply").write_text(PLY.format(n=3) + "0 0 0\n0.1 0.2 oops\n1 1 1\n")
+    (folder / "neg.ply").write_text(PLY.format(n=-5))
+    points = np.zeros((4, 3), np.float32)
+    np.savez(folder / "colors_str.npz", points=points, colors=np.array(["x"] * 4))
+    np.savez(folder / "scalar_inst.npz", points=points, instance=np.int32(3))
+    with open(folder / "plain.npz", "wb") as fh:
+        np.save(fh, points)
+    return {"trunc.pcd": "truncated", "allnan.ply": "no finite points", "word.ply": "line 9 of word.ply",
+            "neg.ply": "corrupt", "colors_str.npz": "'colors'", "scalar_inst.npz": "'instance'", "plain.npz": ".npy"}
+
+
+def test_broken_clouds_are_one_sentence_and_keep_scene_and_status(qapp, panel, tmp_path: Path) -> None:
+    p = panel
+    scene, status = p.scene, p.status.text()
+    for name, words in _bad_files(tmp_path).items():
+        p.open_path(tmp_path / name)
+        outcome = finish(qapp, p, 30)
+        assert outcome and outcome[0].startswith("failed"), (name, outcome)
+        assert words in p.message.text and "\n" not in p.message.text and "\x1b" not in p.message.text, (name, p.message.text)
+        assert p.scene is scene and p.status.text() == status, (name, p.status.text())
+
+
+@pytest.mark.parametrize("state", [
+    {"anchors": "many"}, {"thresholds": {"mask_threshold": "abc"}}, {"point_size": "big"}, {"thresholds": [1, 2]},
+    {"path": 5}, {"thresholds": {"mask_threshold": float("nan")}}, {"method": "magic"}, {"side_by_side": "yes"},
+    {"anchors": 7, "point_size": 5.5},
+])
+def test_restore_refuses_bad_session_values_and_changes_nothing(qapp, panel, state: dict) -> None:
+    p = panel
+    before = p.state()
+    p.restore(state)
+    assert p.message.text.startswith("The session's segmentation settings are invalid: "), p.message.text
+    assert p.state() == before and not p.runner.busy
+
+
+@pytest.fixture
+def segmented(qapp, panel, tmp_path: Path):
+    """The panel with a DBSCAN result for a cloud whose name is not plain ASCII."""
+    rng = np.random.default_rng(0)
+    boxes = [rng.uniform(0, 0.4, (800, 3)) + offset for offset in ((0, 0, 0), (2, 0, 0), (0, 2, 0))]
+    path = write_cloud(tmp_path / "scène room-1.ply", PointCloud(np.concatenate(boxes).astype(np.float32)))
+    panel.open_path(path)
+    assert finish(qapp, panel, 60) == ["finished"]
+    panel.method.setCurrentIndex(panel.method.findData("dbscan"))
+    panel.run()
+    assert finish(qapp, panel, 120) == ["finished"]
+    return panel
+
+
+def test_scannet_export_uses_the_clis_scene_name(qapp, segmented, tmp_path: Path) -> None:
+    from engines.segmentation.export import scannet_scene_name
+
+    p = segmented
+    p.export_scannet(tmp_path / "sn")
+    assert wait_until(qapp, lambda: (tmp_path / "sn").exists() and not p.exporting, 30)
+    assert scannet_scene_name(p.scene.path) == "scene_room-1"
+    assert (tmp_path / "sn" / "scene_room-1.txt").exists(), sorted(x.name for x in (tmp_path / "sn").iterdir())
+    assert p.message.text.startswith("Wrote")
+
+
+def test_scannet_export_onto_a_file_is_one_sentence(qapp, segmented, tmp_path: Path) -> None:
+    p = segmented
+    target = tmp_path / "a_file.txt"
+    target.write_text("keep me")
+    p.export_scannet(target)
+    assert wait_until(qapp, lambda: not p.exporting and p.message.text, 30)
+    assert "is a file, not a folder" in p.message.text and p.message.level == "error", p.message.text
+    assert target.read_text() == "keep me"
