@@ -40,22 +40,42 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    """Build a (frozen) dataclass from JSON data, checking names and converting lists to tuples.
+    """Build a (frozen) dataclass from JSON data, checking names, types and shapes.
 
-    Unknown keys are an error the user can act on (a typo in a session or scenario file).
+    Unknown keys, missing fields and wrong-typed values are errors the user can act on (a typo in a
+    session or scenario file), so each is one sentence naming the field, never a crash later on.
+    Lists become tuples, and null in a float field becomes NaN (the inverse of ``to_jsonable``).
     """
+    return _build(cls, data, "")
+
+
+def _build(cls: type[T], data: Any, path: str) -> T:
+    where = f" at {path}" if path else ""
     if not isinstance(data, dict):
+        if path:
+            raise EngineError(f"field {path!r} must be an object ({cls.__name__}), got {_describe(data)}")
         raise EngineError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise EngineError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
+        raise EngineError(f"unknown {cls.__name__} field(s){where}: {', '.join(unknown)}")
+    missing = [name for name, f in fields.items() if name not in data and f.init
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise EngineError(f"{cls.__name__}{where} lacks the field(s) {', '.join(repr(m) for m in missing)}")
     hints = typing.get_type_hints(cls)
-    kwargs = {name: _coerce(hints.get(name, Any), value, name) for name, value in data.items()}
+    prefix = f"{path}." if path else ""
+    kwargs = {name: _coerce(hints.get(name, Any), value, prefix + name) for name, value in data.items()}
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise EngineError(f"invalid {cls.__name__}: {exc}") from exc
+        raise EngineError(f"invalid {cls.__name__}{where}: {exc}") from exc
+
+
+def _describe(value: Any) -> str:
+    """A short picture of a bad value for an error sentence (a huge list is not echoed whole)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{type(value).__name__} {text[:37]}..."
 
 
 def _coerce(tp: Any, value: Any, name: str) -> Any:
@@ -71,17 +91,27 @@ def _coerce(tp: Any, value: Any, name: str) -> Any:
                 return _coerce(arg, value, name)
             except EngineError:
                 continue
-        raise EngineError(f"field {name!r} has an unsupported value {value!r}")
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
-        return from_dict(tp, value)
-    if origin is tuple and isinstance(value, list):
+        raise EngineError(f"field {name!r} has an unsupported value {_describe(value)}")
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, name)
+    if tp is tuple or origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise EngineError(f"field {name!r} must be a list, got {_describe(value)}")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(args[0], v, name) for v in value)
-        return tuple(_coerce(a, v, name) for a, v in zip(args, value)) if args else tuple(value)
-    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return tuple(_coerce(args[0], v, f"{name}[{i}]") for i, v in enumerate(value))
+        if args and len(value) != len(args):
+            raise EngineError(f"field {name!r} must be a list of {len(args)} values, got {_describe(value)}")
+        return tuple(_coerce(a, v, f"{name}[{i}]") for i, (a, v) in enumerate(zip(args, value))) if args else tuple(value)
+    if (tp is dict or origin is dict) and not isinstance(value, dict):
+        raise EngineError(f"field {name!r} must be an object, got {_describe(value)}")
+    if tp is float:
+        if value is None:
+            return math.nan
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise EngineError(f"field {name!r} must be a number, got {_describe(value)}")
         return float(value)
     if tp is int and isinstance(value, bool):
         raise EngineError(f"field {name!r} must be an integer")
     if tp in (int, str, bool) and not isinstance(value, tp):
-        raise EngineError(f"field {name!r} must be {tp.__name__}, got {value!r}")
+        raise EngineError(f"field {name!r} must be {tp.__name__}, got {_describe(value)}")
     return value

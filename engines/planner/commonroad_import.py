@@ -40,6 +40,7 @@ def load_commonroad(path: Path, duration: float = 15.0) -> Scenario:
         raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
     if root.tag != "commonRoad":
         raise EngineError(f"{path.name} is not a CommonRoad scenario (its root element is <{root.tag}>)")
+    _check_goal_lanelets(root, path.name)
     try:
         from commonroad.common.file_reader import CommonRoadFileReader
 
@@ -51,12 +52,25 @@ def load_commonroad(path: Path, duration: float = 15.0) -> Scenario:
     return convert(scenario, problems, path.stem, duration)
 
 
+def _check_goal_lanelets(root: ET.Element, name: str) -> None:
+    """A goal that names a missing lanelet crashes commonroad-io deep inside; say which id is missing."""
+    known = {el.get("id") for el in root.iter("lanelet") if el.get("id") is not None}
+    for problem in root.iter("planningProblem"):
+        for goal in problem.iter("goalState"):
+            for ref in goal.iter("lanelet"):
+                if ref.get("ref") is not None and ref.get("ref") not in known:
+                    raise EngineError(f"{name}: the goal names lanelet {ref.get('ref')}, which the scenario does not have")
+
+
 def convert(scenario, problems, name: str, duration: float) -> Scenario:
     net = scenario.lanelet_network
     if not net.lanelets:
         raise EngineError(f"the scene '{name}' is empty: it has no lanelets to drive on")
     if not problems.planning_problem_dict:
         raise EngineError(f"{name} has no planning problem, so there is no ego vehicle to drive")
+    dt = float(scenario.dt)
+    if not (np.isfinite(dt) and dt > 0):
+        raise EngineError(f"{name} has a time step size of {scenario.dt} s: it must be a positive number")
     problem = next(iter(problems.planning_problem_dict.values()))
     limits = _speed_limits(net)
     lanes = [_lane(ll, limits) for ll in net.lanelets]
@@ -64,9 +78,10 @@ def convert(scenario, problems, name: str, duration: float) -> Scenario:
     pos = np.asarray(init.position, dtype=float)
     heading = float(getattr(init, "orientation", 0.0) or 0.0)
     speed = float(getattr(init, "velocity", 0.0) or 0.0)
+    if pos.shape != (2,) or not np.isfinite([*pos, heading, speed]).all():
+        raise EngineError(f"{name}: the planning problem's initial state needs a finite position, orientation and velocity")
     ego = EgoStart(float(pos[0]), float(pos[1]), heading, max(speed, 0.0), float(getattr(init, "acceleration", 0.0) or 0.0))
     route = _route(net, pos, heading, problem)
-    dt = float(scenario.dt)
     agents = tuple(a for a in (_agent(o, dt, duration) for o in scenario.dynamic_obstacles) if a is not None)
     statics = tuple(_static(o) for o in scenario.static_obstacles)
     sc = Scenario(name=name, lanes=tuple(lanes), route=tuple(route), ego=ego, agents=agents, static_objects=statics,

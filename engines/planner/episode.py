@@ -88,11 +88,50 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
     }
 
 
-def _arr(v: Any, shape_tail: tuple[int, ...] = ()) -> np.ndarray | None:
-    if v is None:
-        return None
-    a = np.asarray(v, dtype=float)
-    return a.reshape(-1, *shape_tail) if shape_tail and a.size == 0 else a
+class _Damaged(ValueError):
+    """One broken part of an episode file, named so the sentence can say which."""
+
+
+def _checked(v: Any, what: str, shape: tuple[int | None, ...], finite: bool = True) -> np.ndarray:
+    """``v`` as a float array of ``shape`` (None: any length), finite unless told otherwise.
+
+    The replay and the video index these arrays by column and step, so a wrong shape or a NaN
+    would surface much later as a crash while scrubbing; it is caught here instead.
+    """
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise _Damaged(f"{what} is not a table of numbers") from None
+    if a.size == 0:  # JSON drops the trailing sizes of an empty table: (0, 2) comes back as (0,)
+        dims = [n if n is not None else (a.shape[i] if i < a.ndim else 0) for i, n in enumerate(shape)]
+        if not np.prod(dims):
+            a = a.reshape(dims)
+    if a.ndim != len(shape) or any(n is not None and n != m for n, m in zip(shape, a.shape)):
+        want = " x ".join("N" if n is None else str(n) for n in shape)
+        raise _Damaged(f"{what} has shape {' x '.join(map(str, a.shape)) or 'scalar'}, expected {want}")
+    if finite and not np.isfinite(a).all():
+        raise _Damaged(f"{what} holds values that are not finite numbers")
+    return a
+
+
+def _number(v: Any, what: str) -> float:
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
+        raise _Damaged(f"{what} is not a finite number")
+    return float(v)
+
+
+def _plan(p: dict[str, Any], k: int) -> StepPlan:
+    traj = _checked(p["trajectory"], f"the plan of step {k}", (None, 4))
+    if not len(traj):
+        raise _Damaged(f"the plan of step {k} is empty")
+    samples = None if p["samples"] is None else _checked(p["samples"], f"the samples of step {k}", (None, None, 2), finite=False)
+    chosen = p["chosen"]
+    if not isinstance(chosen, int) or isinstance(chosen, bool) or (samples is not None and not 0 <= chosen < len(samples)):
+        raise _Damaged(f"the chosen sample of step {k} ({chosen!r}) is not one of its samples")
+    preds = None if p["predictions"] is None else _checked(p["predictions"], f"the predictions of step {k}", (None, None, 2), finite=False)
+    ids = None if p["prediction_ids"] is None else np.asarray(p["prediction_ids"], dtype=int)
+    return StepPlan(traj, samples, chosen, _number(p["sample_dt"], f"the sample dt of step {k}"), preds, ids,
+                    _number(p["ms"], f"the planning time of step {k}"))
 
 
 def episode_from_dict(data: Any, origin: str = "the episode") -> Episode:
@@ -100,33 +139,52 @@ def episode_from_dict(data: Any, origin: str = "the episode") -> Episode:
         raise EngineError(f"{origin} is not a planner episode")
     try:
         scenario = scenario_from_dict(data["scenario"], origin)
+        dt = _number(data["dt"], "its time step")
+        if dt <= 0:
+            raise _Damaged(f"its time step {dt:g} s is not positive")
+        ego = _checked(data["ego"], "the ego track", (None, 7))
+        if len(ego) < 2:
+            raise _Damaged("the ego track has fewer than two steps")
+        frames = len(ego)
         ag = data["agents"]
-        n = len(ag["ids"])
-        states = np.asarray(ag["states"], dtype=float).reshape(len(data["ego"]), n, 4)
+        ids = _checked(ag["ids"], "the agent ids", (None,))
+        n = len(ids)
+        kinds = ag["kinds"]
+        if not isinstance(kinds, list) or len(kinds) != n or not all(isinstance(k, str) for k in kinds):
+            raise _Damaged(f"the agent kinds are not {n} names, one per agent")
+        size = _checked(ag["size"], "the agent sizes", (n, 2))
+        states = _checked(ag["states"], "the agent states", (frames, n, 4), finite=False)
+        valid = _checked(ag["valid"], "the agent validity", (frames, n)).astype(bool)
+        if not np.isfinite(states[valid]).all():
+            raise _Damaged("the agent states hold values that are not finite numbers")
         m = data["metrics"]
+        if not isinstance(m, dict):
+            raise _Damaged("its metrics are missing")
+        signals = {k: [np.nan if x is None else x for x in v] for k, v in m.get("signals", {}).items()}
+        for name, values in signals.items():
+            _checked(values, f"the metric signal '{name}'", (frames,), finite=False)
         metrics = CLSResult(
             float(m["score"]), dict(m["multipliers"]), dict(m["weighted"]),
             tuple(Collision(**c) for c in m["collisions"]), tuple(Violation(**v) for v in m["violations"]),
-            float(m["ego_progress"]), float(m["expert_progress"]),
-            {k: [np.nan if x is None else x for x in v] for k, v in m.get("signals", {}).items()},
+            float(m["ego_progress"]), float(m["expert_progress"]), signals,
         )
-        plans = [
-            StepPlan(np.asarray(p["trajectory"], dtype=float), _arr(p["samples"]), int(p["chosen"]), float(p["sample_dt"]),
-                     _arr(p["predictions"]), None if p["prediction_ids"] is None else np.asarray(p["prediction_ids"], dtype=int), float(p["ms"]))
-            for p in data["plans"]
-        ]
+        plans = data["plans"]
+        if not isinstance(plans, list) or len(plans) > frames:
+            raise _Damaged(f"it has more plans than its {frames} steps")
+        plans = [_plan(p, k) for k, p in enumerate(plans)]
+        expert = None if data.get("expert") is None else _checked(data["expert"], "the expert track", (None, 4), finite=False)
         trace = data.get("trace")
         if trace:
             trace = {"step": trace["step"], "steps": [{k: (np.asarray(v, dtype=float) if k != "t" else float(v)) for k, v in s.items()} for s in trace["steps"]]}
         return Episode(
-            scenario, str(data["planner"]), dict(data.get("settings", {})), bool(data["reactive"]), float(data["dt"]),
-            np.asarray(data["ego"], dtype=float), np.asarray(ag["ids"], dtype=int), list(ag["kinds"]),
-            np.asarray(ag["size"], dtype=float).reshape(n, 2), states, np.asarray(ag["valid"], dtype=bool).reshape(len(data["ego"]), n),
-            plans, metrics, _arr(data.get("expert")), trace, dict(data.get("extras", {})),
+            scenario, str(data["planner"]), dict(data.get("settings", {})), bool(data["reactive"]), dt,
+            ego, ids.astype(int), list(kinds), size, states, valid, plans, metrics, expert, trace, dict(data.get("extras", {})),
         )
     except EngineError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except _Damaged as exc:
+        raise EngineError(f"{origin} is a damaged planner episode: {exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise EngineError(f"{origin} is a damaged planner episode ({type(exc).__name__}: {exc})") from None
 
 

@@ -152,8 +152,7 @@ def rerun(episode: Episode, frame: int, params: RunParams, edit: Callable[[Scena
     """Re-simulate from ``frame``: the ego replays its recorded states up to it (so the agents are
     exactly where they were), the world is edited, then ``params``' planner drives on."""
     sc = scenario or episode.scenario
-    if not (0 <= frame < episode.steps):
-        raise EngineError(f"frame {frame} is outside the episode (0-{episode.steps - 1})")
+    frame = replan_frame(episode, frame)
     scene = Scene(sc)
     planner = make_planner(params, model)
     _arm_trace(planner, params.trace_step)
@@ -236,8 +235,21 @@ def move_agent(agent_id: int, x: float, y: float, heading: float | None = None, 
     return edit
 
 
+def replan_frame(episode: Episode, frame: int) -> int:
+    """The replan that an action at ``frame`` (re-run, cut-in, denoising) starts from.
+
+    The timeline shows steps + 1 frames, but the planner last plans at frame steps - 1: the final
+    state has nothing left to drive. So the end frame means that last replan, and the panel's
+    numbering and the runner's agree; any other frame outside the episode is an error.
+    """
+    if not (0 <= frame <= episode.steps):
+        raise EngineError(f"frame {frame} is outside the episode (0-{episode.steps})")
+    return min(frame, episode.steps - 1)
+
+
 def with_cut_in(episode: Episode, frame: int) -> Scenario:
     """The scenario plus a vehicle that appears beside the ego at ``frame`` and cuts into its lane."""
+    frame = replan_frame(episode, frame)
     sc = episode.scenario
     scene = Scene(sc)
     ego = episode.ego[frame]
@@ -273,8 +285,7 @@ def denoise_at(episode: Episode, frame: int, params: RunParams, model: Any = Non
     """The denoising trace of the diffusion planner's replan at ``frame`` of an episode (world frame)."""
     if params.planner != "diffusion":
         raise EngineError("the denoising view needs the diffusion planner")
-    if not (0 <= frame < max(episode.steps, 1)):
-        raise EngineError(f"frame {frame} is outside the episode (0-{episode.steps - 1})")
+    frame = replan_frame(episode, frame)
     sc = scenario or episode.scenario
     scene = Scene(sc)
     sim = Simulator(scene, episode.reactive)

@@ -144,8 +144,11 @@ def scenario_from_dict(data: Any, origin: str = "the scenario") -> Scenario:
     missing = [k for k in ("name", "lanes", "route", "ego") if k not in data]
     if missing:
         raise EngineError(f"{origin} is not a planner scenario: it lacks {', '.join(repr(m) for m in missing)}")
-    if data.get("version", VERSION) > VERSION:
-        raise EngineError(f"{origin} has format version {data['version']}, newer than this program reads ({VERSION})")
+    version = data.get("version", VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise EngineError(f"{origin} has an invalid format version {version!r}: it must be a whole number like {VERSION}")
+    if version > VERSION:
+        raise EngineError(f"{origin} has format version {version}, newer than this program reads ({VERSION})")
     scenario = from_dict(Scenario, data)
     validate(scenario)
     return scenario
@@ -174,6 +177,9 @@ def _read_text(path: Path) -> str:
 # Validation ---------------------------------------------------------------------------------
 MAX_START_OFFSET = 8.0  # metres between the ego start and its route before the route is "unreachable"
 MAX_SPEED = 70.0  # m/s (252 km/h): faster speeds are typos, and they blow up the path look-ups
+MAX_DECEL = 15.0  # m/s^2: 1.5 g, beyond any tyre
+MAX_LANE_CHANGE = 30.0  # seconds across one lane
+MAX_STATIC_SIZE = 500.0  # metres: a static box longer than that is a unit mistake
 
 
 def validate(scenario: Scenario) -> None:
@@ -207,7 +213,7 @@ def validate(scenario: Scenario) -> None:
     if not (0.5 <= scenario.duration <= 120.0) or not (0.01 <= scenario.dt <= 1.0):
         raise EngineError("duration must be 0.5-120 s and dt 0.01-1 s")
     ego = scenario.ego
-    if not all(np.isfinite([ego.x, ego.y, ego.heading, ego.speed])) or ego.speed < 0:
+    if not all(np.isfinite([ego.x, ego.y, ego.heading, ego.speed, ego.acceleration])) or ego.speed < 0:
         raise EngineError("the ego start state must be finite with a non-negative speed")
     if ego.speed >= MAX_SPEED:
         raise EngineError(f"the ego starts at an impossible speed {ego.speed:g} m/s (at most {MAX_SPEED:g})")
@@ -240,11 +246,31 @@ def validate(scenario: Scenario) -> None:
         for lane_id in agent.route:
             if lane_id not in known:
                 raise EngineError(f"agent {agent.id} follows lane '{lane_id}', which the scene does not have")
+        if not (0 <= agent.start_step < scenario.steps):
+            raise EngineError(f"agent {agent.id} starts at step {agent.start_step}, outside the scene's steps 0-{scenario.steps - 1}")
         for event in agent.events:
-            if event.action not in EVENT_ACTIONS:
-                raise EngineError(f"agent {agent.id} has an unknown event '{event.action}' (use {', '.join(EVENT_ACTIONS)})")
-            if event.action == "lane_change" and event.lane not in known:
-                raise EngineError(f"agent {agent.id} changes to lane '{event.lane}', which the scene does not have")
+            _validate_event(agent.id, event, known)
+    for obj in scenario.static_objects:
+        if not np.isfinite([obj.x, obj.y, obj.heading]).all():
+            raise EngineError(f"static object {obj.id} needs a finite position and heading")
+        if not (0.0 < obj.length < MAX_STATIC_SIZE and 0.0 < obj.width < MAX_STATIC_SIZE):
+            raise EngineError(f"static object {obj.id} has an impossible size {obj.length} x {obj.width} m")
+
+
+def _validate_event(agent_id: int, event: Event, known: set[str]) -> None:
+    """Every field is checked, not only the action's own: a NaN anywhere would reach the simulator."""
+    if event.action not in EVENT_ACTIONS:
+        raise EngineError(f"agent {agent_id} has an unknown event '{event.action}' (use {', '.join(EVENT_ACTIONS)})")
+    if not np.isfinite(event.time):
+        raise EngineError(f"agent {agent_id} has a {event.action} event at a time that is not a finite number of seconds")
+    if not (0.0 < event.decel <= MAX_DECEL):
+        raise EngineError(f"agent {agent_id} has a brake deceleration of {event.decel} m/s^2 (it must be above 0 and at most {MAX_DECEL:g})")
+    if not (0.0 <= event.speed < MAX_SPEED):
+        raise EngineError(f"agent {agent_id} brakes down to an impossible speed {event.speed} m/s")
+    if not (0.0 < event.duration <= MAX_LANE_CHANGE):
+        raise EngineError(f"agent {agent_id} has a lane change lasting {event.duration} s (it must be above 0 and at most {MAX_LANE_CHANGE:g})")
+    if event.action == "lane_change" and event.lane not in known:
+        raise EngineError(f"agent {agent_id} changes to lane '{event.lane}', which the scene does not have")
 
 
 def _distance_to_polyline(p: np.ndarray, pts: np.ndarray) -> float:

@@ -51,6 +51,11 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     if params.latency_replans < 0:
         raise EngineError("--latency-replans must be 0 (no latency figure) or more")
     known = {"diffusion", GUIDED, "idm", "pdm", "constant_velocity", "expert"}
+    if not params.planners:
+        raise EngineError(f"no planner to benchmark: list at least one with --planners ({', '.join(sorted(known))})")
+    twice = sorted({p for p in params.planners if params.planners.count(p) > 1})
+    if twice:
+        raise EngineError(f"planner(s) {', '.join(twice)} listed more than once in --planners: each would be counted twice")
     unknown = [p for p in params.planners if p not in known]
     if unknown:
         raise EngineError(f"unknown planner(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")

@@ -358,7 +358,7 @@ class PlannerPanel(MethodPanel):
         from dataclasses import replace
 
         params = replace(params, guidance=guidance)
-        episode, frame, loaded = self.loaded.episode, min(self.frame, self.loaded.episode.steps - 1), self.loaded
+        episode, frame, loaded = self.loaded.episode, self.frame, self.loaded
         self.runner.start(lambda job: _denoise_job(episode, frame, params, loaded), f"planner: denoising at {frame}")
 
     def open_path(self, path: Path) -> None:
@@ -591,32 +591,39 @@ class PlannerPanel(MethodPanel):
         }
 
     def restore(self, state: dict[str, Any]) -> None:
-        if state.get("file"):
-            self.file_source = Path(state["file"])
+        """Apply a session's settings, all or nothing: a bad value is named in the panel's message
+        and leaves the panel as it was (never half-applied, never blank combos)."""
+        try:
+            checked = _checked_state(state)
+        except ValueError as exc:
+            self.show_error(f"The session's planner settings are invalid: {exc}")
+            return
+        if checked.get("file"):
+            self.file_source = Path(checked["file"])
             label = f"file: {self.file_source.name}"
             if self.source.findText(label) < 0:
                 self.source.addItem(label, str(self.file_source))
-        idx = self.source.findText(str(state.get("source", "")))
+        idx = self.source.findText(checked.get("source", ""))
         if idx >= 0:
             self.source.setCurrentIndex(idx)
-        self.seed.setValue(int(state.get("seed", 0)))
-        self.reactive.setChecked(bool(state.get("reactive", True)))
-        self.planner.setCurrentText(str(state.get("planner", "diffusion")))
-        self.samples.setValue(int(state.get("samples", 8)))
-        self.steps.setValue(int(state.get("steps", 10)))
-        self.compare.setCurrentText(str(state.get("compare", "none")))
-        for t, (on, w) in (state.get("guidance") or {}).items():
-            if t in self.term_box:
-                self.term_box[t].setChecked(bool(on))
-                self.term_weight[t].setValue(float(w))
+        self.seed.setValue(checked.get("seed", 0))
+        self.reactive.setChecked(checked.get("reactive", True))
+        self.planner.setCurrentText(checked.get("planner", "diffusion"))
+        self.samples.setValue(checked.get("samples", 8))
+        self.steps.setValue(checked.get("steps", 10))
+        self.compare.setCurrentText(checked.get("compare", "none"))
+        for t, (on, w) in checked.get("guidance", {}).items():
+            self.term_box[t].setChecked(on)
+            self.term_weight[t].setValue(w)
+        layers = checked.get("layers", {})
         for i in range(self.layers.count()):
             item = self.layers.item(i)
             key = item.data(Qt.ItemDataRole.UserRole)
-            if key in (state.get("layers") or {}):
-                item.setCheckState(Qt.CheckState.Checked if state["layers"][key] else Qt.CheckState.Unchecked)
-        self.camera.setCurrentIndex(int(state.get("camera", 0)))
-        self.speed.setCurrentIndex(int(state.get("speed", 2)))
-        self.loop.setChecked(bool(state.get("loop", False)))
+            if key in layers:
+                item.setCheckState(Qt.CheckState.Checked if layers[key] else Qt.CheckState.Unchecked)
+        self.camera.setCurrentIndex(checked.get("camera", 0))
+        self.speed.setCurrentIndex(checked.get("speed", 2))
+        self.loop.setChecked(checked.get("loop", False))
 
     # Exports ------------------------------------------------------------------------------------
     def export_actions(self) -> list[QAction]:
@@ -693,6 +700,66 @@ class PlannerPanel(MethodPanel):
         self.denoise_timer.stop()
 
 
+# Session checks -----------------------------------------------------------------------------------
+def _checked_state(state: Any) -> dict[str, Any]:
+    """The session's settings with every type and range checked; ValueError names the first bad one.
+
+    Only keys present are returned, so an older session keeps the defaults for what it lacks.
+    """
+    if not isinstance(state, dict):
+        raise ValueError(f"expected an object, got {type(state).__name__}")
+    out: dict[str, Any] = {}
+    for key in ("file", "source"):
+        if state.get(key) is not None:
+            out[key] = _typed(state[key], str, key)
+    for key, low, high in (("seed", 0, 1_000_000), ("samples", 1, 32), ("steps", 1, 30),
+                           ("camera", 0, len(CAMERAS) - 1), ("speed", 0, len(SPEEDS) - 1)):
+        if key in state:
+            value = _typed(state[key], int, key)
+            if not low <= value <= high:
+                raise ValueError(f"{key} must be {low} to {high}, got {value}")
+            out[key] = value
+    for key in ("reactive", "loop"):
+        if key in state:
+            out[key] = _typed(state[key], bool, key)
+    for key, names in (("planner", PLANNER_NAMES), ("compare", COMPARE)):
+        if key in state:
+            if state[key] not in names:
+                raise ValueError(f"unknown {key} {state[key]!r} (choose {', '.join(names)})")
+            out[key] = state[key]
+    if state.get("guidance") is not None:
+        out["guidance"] = {t: _guidance_entry(t, v) for t, v in _named(state["guidance"], "guidance", TERMS).items()}
+    if state.get("layers") is not None:
+        out["layers"] = {k: _typed(v, bool, f"layer {k!r}") for k, v in _named(state["layers"], "layers", tuple(LAYERS)).items()}
+    return out
+
+
+def _typed(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        word = {int: "a whole number", bool: "true or false", str: "text"}[kind]
+        raise ValueError(f"{what} must be {word}, got {value!r}")
+    return value
+
+
+def _named(value: Any, what: str, names: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be an object keyed by name, got {value!r}")
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise ValueError(f"unknown {what} name(s) {', '.join(map(repr, unknown))} (known: {', '.join(names)})")
+    return value
+
+
+def _guidance_entry(term: str, value: Any) -> tuple[bool, float]:
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValueError(f"guidance {term!r} must be [on, weight], got {value!r}")
+    on = _typed(value[0], bool, f"guidance {term!r} on")
+    weight = value[1]
+    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0.0 <= weight <= 10.0:
+        raise ValueError(f"guidance {term!r} weight must be a number from 0 to 10, got {weight!r}")
+    return on, float(weight)
+
+
 # Job functions (run in a worker thread) -----------------------------------------------------------
 @dataclass
 class Preview:
@@ -731,6 +798,16 @@ def _run_job(params, compare_params, job) -> Loaded:
     return _loaded(a, b)
 
 
+def _replan_time(episode, frame: int) -> str:
+    """When the action at ``frame`` starts, said so that the end frame's mapping to the last replan
+    is never a surprise (re-run, cut-in and denoising all use it)."""
+    from engines.planner.runner import replan_frame
+
+    k = replan_frame(episode, frame)
+    when = f"{k * episode.dt:.1f} s"
+    return when if k == frame else f"{when} (frame {k}, the last replan: frame {frame} is the episode's end)"
+
+
 def _rerun_job(episode, frame, params, pending, cut_in, job) -> Loaded:
     from engines.core import configure_threads
     from engines.planner.runner import move_agent, rerun, with_cut_in
@@ -738,14 +815,15 @@ def _rerun_job(episode, frame, params, pending, cut_in, job) -> Loaded:
     configure_threads()
     edit = None
     scenario = None
-    note = f"Re-ran from {frame * episode.dt:.1f} s with {params.planner}."
+    when = _replan_time(episode, frame)
+    note = f"Re-ran from {when} with {params.planner}."
     if pending is not None:
         agent_id, x, y = pending
         edit = move_agent(agent_id, x, y)
-        note = f"Re-ran from {frame * episode.dt:.1f} s with agent {agent_id} moved."
+        note = f"Re-ran from {when} with agent {agent_id} moved."
     if cut_in:
         scenario = with_cut_in(episode, frame)
-        note = f"Re-ran from {frame * episode.dt:.1f} s with a cut-in by agent {scenario.agents[-1].id}."
+        note = f"Re-ran from {when} with a cut-in by agent {scenario.agents[-1].id}."
     ep = rerun(episode, frame, params, edit=edit, scenario=scenario, progress=job.progress, cancel=job.cancel)
     return _loaded(ep, note=note)
 
@@ -756,10 +834,11 @@ def _denoise_job(episode, frame, params, loaded: Loaded) -> Loaded:
     from engines.planner.runner import denoise_at
 
     configure_threads()
+    when = _replan_time(episode, frame)
     trace = denoise_at(episode, frame, params)
     frames = denoise_frames(trace)
     return Loaded(loaded.episode, loaded.replay, loaded.compare, loaded.compare_replay, loaded.rows, frames,
-                  note=f"Denoising of the replan at {frame * episode.dt:.1f} s: {len(frames)} solver steps (magenta: guidance).")
+                  note=f"Denoising of the replan at {when}: {len(frames)} solver steps (magenta: guidance).")
 
 
 def _open_job(path: Path, params, job) -> Loaded:

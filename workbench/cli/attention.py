@@ -52,7 +52,11 @@ def _mask_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="K=V", help="mask parameter, e.g. window=512")
     parser.add_argument("--n", type=int, help="sequence length (library masks)")
     parser.add_argument("--vectors", type=existing_file, help="or: startend_row_indices from a .json or .npy file")
-    parser.add_argument("--causal", action="store_true", help="with a .npy of vectors: the mask is causal")
+    parser.add_argument(
+        "--causal", action=argparse.BooleanOptionalAction, default=None,
+        help="with --vectors: the mask is (--causal) or is not (--no-causal) causal; needed for a .npy with C=2 columns "
+             "(default: a .json says it, a .npy with C=1 is causal and C=4 is not)",
+    )
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -73,8 +77,7 @@ def _load_mask(args: argparse.Namespace):
     if args.vectors is not None:
         if args.mask:
             raise EngineError("give either --mask or --vectors, not both")
-        causal = True if args.causal else (None if args.vectors.suffix.lower() == ".json" else False)
-        return args.vectors.stem, {}, load_vectors(args.vectors, causal)
+        return args.vectors.stem, {}, load_vectors(args.vectors, args.causal)
     if not args.mask:
         raise EngineError("say which mask: --mask NAME --n N, or --vectors FILE")
     if args.n is None:
@@ -109,7 +112,7 @@ def cmd_stats(args: argparse.Namespace) -> None:
     human = (
         f"{name}: {mask.describe()}\n"
         f"rho {stats.rho:.4f} ({stats.tiles_masked} of {stats.tiles} tiles of {args.block}x{args.block} skipped, "
-        f"{stats.tiles_partial} partial), ideal speed-up {stats.ideal_speedup:.2f}x, density {stats.density:.4f}\n"
+        f"{stats.tiles_partial} partial), ideal speed-up {stats.ideal_speedup_text}, density {stats.density:.4f}\n"
         f"memory: FlashMask {stats.flashmask_bytes} B (+{stats.minmax_bytes} B min/max), dense {stats.dense_bytes} B, "
         f"Flex BlockMask {stats.blockmask_bytes} B"
     )

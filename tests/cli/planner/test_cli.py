@@ -48,6 +48,9 @@ def test_run_diffusion_with_guidance_on_a_commonroad_file(cli, tmp_path: Path) -
     ("malformed_xml", "not valid XML"),
     ("empty", "empty"),
     ("unreachable", "unreachable"),
+    ("null_ego", "field 'ego' must be an object"),
+    ("route_string", "field 'route' must be a list, got 'S0'"),
+    ("nan_static", "static object"),
 ])
 def test_bad_scenarios_are_one_error_line(cli, tmp_path: Path, case: str, needle: str) -> None:
     if case == "malformed_json":
@@ -60,6 +63,12 @@ def test_bad_scenarios_are_one_error_line(cli, tmp_path: Path, case: str, needle
         data = scenario_to_dict(generate("straight", 1))
         if case == "empty":
             data["lanes"] = []
+        elif case == "null_ego":
+            data["ego"] = None
+        elif case == "route_string":
+            data["route"] = "S0"
+        elif case == "nan_static":
+            data["static_objects"] = [{"id": 1, "kind": "cone", "x": None, "y": 0, "heading": 0, "length": 0.5, "width": 0.5}]
         else:
             data["ego"]["x"] += 500.0
         path = tmp_path / "s.json"
@@ -83,6 +92,26 @@ def test_suite_runs_every_planner_on_the_same_scenarios(cli) -> None:
     assert set(table) == {"idm", "constant_velocity"} and table["idm"]["scenarios"] == 2
     assert {r["scenario"] for r in data["rows"] if r["planner"] == "idm"} == {r["scenario"] for r in data["rows"] if r["planner"] == "constant_velocity"}
 
+
+
+def test_suite_refuses_no_planner_and_a_planner_named_twice(cli) -> None:
+    """An empty list printed only the targets with exit 0; idm,idm counted every scenario twice."""
+    assert "no planner to benchmark" in one_error(cli("planner", "suite", "--n", "1", "--planners", "", "--no-commonroad"))
+    assert "idm listed more than once" in one_error(cli("planner", "suite", "--n", "1", "--planners", "idm,idm", "--no-commonroad"))
+
+
+def test_video_of_a_damaged_episode_is_one_error_line(cli, tmp_path: Path) -> None:
+    """A NaN ego row once rendered with exit 0, and 3 ego columns raised an IndexError."""
+    ep = tmp_path / "ep.json"
+    assert cli("planner", "run", "--type", "straight", "--planner", "constant_velocity", "--out", str(ep), "--quiet").returncode == 0
+    data = json.loads(ep.read_text())
+    nan_row = [list(row) for row in data["ego"]]
+    nan_row[3][0] = float("nan")
+    for name, ego in (("nan", nan_row), ("cols", [row[:3] for row in data["ego"]])):
+        bad = tmp_path / f"{name}.json"
+        bad.write_text(json.dumps({**data, "ego": ego}))
+        line = one_error(cli("planner", "video", str(bad), str(tmp_path / f"{name}.gif")))
+        assert "damaged planner episode: the ego track" in line and not (tmp_path / f"{name}.gif").exists()
 
 
 def test_suite_latency_replans_zero_skips_the_latency_figure(cli) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from engines.core import EngineError, resource_path
 from engines.planner.procedural import TYPES, generate, suite_scenarios
-from engines.planner.scenario import load_scenario_json, scenario_from_dict, scenario_to_dict
+from engines.planner.scenario import StaticObject, load_scenario_json, scenario_from_dict, scenario_to_dict
 from engines.planner.scene import Scene
 
 from .helpers import agent, scenario
@@ -145,3 +145,80 @@ def test_commonroad_bad_input_is_one_clear_error(tmp_path: Path) -> None:
                      'affiliation="a" source="a" timeStepSize="0.1"></commonRoad>')
     with pytest.raises(EngineError, match="empty|planning problem|readable"):
         load_commonroad(empty)
+
+
+def _set(data: dict, path: str, value) -> dict:
+    """Replace one value in scenario JSON by a dotted path with list indices ("agents.0.history.0")."""
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    node[int(last) if isinstance(node, list) else last] = value
+    return data
+
+
+def _scene_json() -> dict:
+    from engines.planner.scenario import Event
+
+    a = agent(1, 80.0, 3.5, 10.0)
+    a = replace(a, events=(Event(1.0, "brake"),))
+    return scenario_to_dict(scenario(agents=(a,), statics=(StaticObject(7, "cone", 120.0, 3.5, 0.0, 0.5, 0.5),)))
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    ("ego", None, r"field 'ego' must be an object .*None"),
+    ("ego", [1, 2, 3], r"field 'ego' must be an object .*\[1, 2, 3\]"),
+    ("ego.x", "abc", r"field 'ego.x' must be a number, got 'abc'"),
+    ("lanes", "abc", r"field 'lanes' must be a list, got 'abc'"),
+    ("dt", "0.1", r"field 'dt' must be a number, got '0.1'"),
+    ("version", "2", r"invalid format version '2'"),
+    ("agents.0.history.0", [1, 2], r"field 'agents\[0\].history\[0\]' must be a list of 4 values"),
+    ("route", "L0", r"field 'route' must be a list, got 'L0'"),
+    ("agents.0.route", "L0", r"field 'agents\[0\].route' must be a list, got 'L0'"),
+])
+def test_wrong_typed_fields_are_one_sentence_naming_the_field(path: str, value, needle: str) -> None:
+    """They once crashed deep in the simulator (a string route was even iterated char by char)."""
+    with pytest.raises(EngineError, match=needle):
+        scenario_from_dict(_set(_scene_json(), path, value))
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    ("static_objects.0.x", float("nan"), "static object 7 needs a finite position"),
+    ("static_objects.0.length", -5.0, "static object 7 has an impossible size -5.0"),
+    ("agents.0.events.0.time", float("nan"), "brake event at a time that is not a finite"),
+    ("agents.0.events.0.decel", float("nan"), "brake deceleration of nan"),
+    ("agents.0.events.0.decel", -5.0, "brake deceleration of -5.0"),
+    ("agents.0.events.0", {"time": 1.0, "action": "lane_change", "lane": "L0", "duration": 0}, "lane change lasting 0.0 s"),
+    ("agents.0.start_step", -5, "agent 1 starts at step -5, outside the scene's steps 0-149"),
+    ("agents.0.start_step", 10**9, "agent 1 starts at step 1000000000"),
+    ("ego.acceleration", None, "ego start state must be finite"),
+])
+def test_impossible_values_are_refused_not_simulated(path: str, value, needle: str) -> None:
+    """A NaN cone once gave a nonsense collision with exit 0, and a GEOSException in the panel."""
+    with pytest.raises(EngineError, match=needle):
+        scenario_from_dict(_set(_scene_json(), path, value))
+
+
+def test_the_scene_used_above_is_valid() -> None:
+    assert scenario_from_dict(_scene_json()).static_objects[0].id == 7
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ('timeStepSize="0.1"', 'timeStepSize="nan"', "time step size of nan s"),
+    ('timeStepSize="0.1"', 'timeStepSize="-0.1"', "time step size of -0.1 s"),
+    ('timeStepSize="0.1"', 'timeStepSize="0"', "time step size of 0.0 s"),
+    ('<planningProblem id="100">\n    <initialState>\n      <position>\n        <point>\n          <x>15.0</x>',
+     '<planningProblem id="100">\n    <initialState>\n      <position>\n        <point>\n          <x>nan</x>', "initial state needs a finite position"),
+    ('<lanelet ref="1"/>\n      </position>', '<lanelet ref="999"/>\n      </position>', "the goal names lanelet 999, which the scenario does not have"),
+])
+def test_commonroad_impossible_values_are_one_clear_error(tmp_path: Path, old: str, new: str, needle: str) -> None:
+    """NaN or negative time steps and a NaN start raised tracebacks, 0 made every agent vanish,
+    and a missing goal lanelet gave a cryptic AttributeError from commonroad-io."""
+    from engines.planner.commonroad_import import load_commonroad
+
+    text = (CR / "ZAM_Tutorial-1_2_T-1.xml").read_text()
+    assert old in text
+    bad = tmp_path / "bad.xml"
+    bad.write_text(text.replace(old, new, 1))
+    with pytest.raises(EngineError, match=needle):
+        load_commonroad(bad)

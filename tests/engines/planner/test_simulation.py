@@ -2,6 +2,8 @@
 episodes (JSON, CSV, video) and re-runs from a frame."""
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +175,67 @@ def test_the_expert_merges_behind_a_car_it_would_meet_beside_it() -> None:
     acceptance drove into the side of a main-lane car."""
     episode = run(RunParams(type="merge", seed=100000, planner="expert", reactive=True))
     assert not episode.summary()["at_fault_collision"]
+
+
+@pytest.fixture(scope="module")
+def short_episode_json() -> dict:
+    """A 2 s episode with one agent, as its JSON, for the damaged-file tests."""
+    from engines.planner.episode import episode_to_dict
+
+    sc = scenario(agents=(agent(1, 80.0, 3.5, 10.0),), duration=2.0)
+    return json.loads(json.dumps(episode_to_dict(run(RunParams(planner="idm"), scenario=sc).episode)))
+
+
+def _damage(data: dict, what: str) -> dict:
+    data = copy.deepcopy(data)
+    if what == "nan_ego":
+        data["ego"][3][0] = float("nan")
+    elif what == "ego_3_columns":
+        data["ego"] = [row[:3] for row in data["ego"]]
+    elif what == "short_signals":
+        data["metrics"]["signals"] = {k: v[:3] for k, v in data["metrics"]["signals"].items()}
+    elif what == "dt_zero":
+        data["dt"] = 0
+    elif what == "kinds_short":
+        data["agents"]["kinds"] = []
+    elif what == "plan_2_columns":
+        data["plans"][3]["trajectory"] = [[1.0, 2.0]]
+    elif what == "plan_nan":
+        data["plans"][3]["trajectory"][0][0] = float("nan")
+    elif what == "metrics_null":
+        data["metrics"] = None
+    return data
+
+
+@pytest.mark.parametrize("what,needle", [
+    ("nan_ego", "the ego track holds values that are not finite"),
+    ("ego_3_columns", r"the ego track has shape 21 x 3, expected N x 7"),
+    ("short_signals", r"the metric signal '\w+' has shape 3, expected 21"),
+    ("dt_zero", "its time step 0 s is not positive"),
+    ("kinds_short", "the agent kinds are not 1 names"),
+    ("plan_2_columns", "the plan of step 3 has shape 1 x 2"),
+    ("plan_nan", "the plan of step 3 holds values that are not finite"),
+    ("metrics_null", "its metrics are missing"),
+])
+def test_a_damaged_episode_is_one_sentence_before_any_replay_or_video(short_episode_json: dict, what: str, needle: str) -> None:
+    """A NaN row once rendered a video with exit 0 and crashed the panel's camera while scrubbing;
+    3 columns crashed the video, and short signals crashed the replay."""
+    from engines.planner.episode import episode_from_dict
+
+    assert episode_from_dict(short_episode_json).steps == 20
+    with pytest.raises(EngineError, match=f"ep.json is a damaged planner episode: {needle}"):
+        episode_from_dict(_damage(short_episode_json, what), "ep.json")
+
+
+def test_the_end_frame_means_the_last_replan_for_every_action() -> None:
+    """The timeline shows frames 0..steps, the planner plans at 0..steps-1: re-run, cut-in and
+    denoising at the end frame all start from the last replan, and beyond it is one sentence."""
+    from engines.planner.runner import replan_frame
+
+    base = run(RunParams(planner="idm"), scenario=scenario(agents=(agent(1, 80.0, 3.5, 10.0),), duration=2.0)).episode
+    assert replan_frame(base, base.steps) == base.steps - 1 and replan_frame(base, 5) == 5
+    again = rerun(base, base.steps, RunParams(planner="idm"))
+    assert again.extras["rerun_from"] == base.steps - 1 and again.steps == base.steps
+    assert with_cut_in(base, base.steps).agents[-1].start_step == base.steps - 1
+    with pytest.raises(EngineError, match=r"frame 21 is outside the episode \(0-20\)"):
+        rerun(base, base.steps + 1, RunParams(planner="idm"))

@@ -1,0 +1,47 @@
+"""from_dict enforces the types it is given: a wrong-typed field is one sentence naming its path,
+never a crash deep in the engine that reads it later."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pytest
+
+from engines.core import EngineError, from_dict
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float = 0.0
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    points: tuple[tuple[float, float], ...] = ()
+    start: Point = field(default_factory=lambda: Point(0.0))
+    tags: tuple[str, ...] = ()
+    notes: dict[str, float] = field(default_factory=dict)
+
+
+@pytest.mark.parametrize("data,needle", [
+    ({"name": "a", "start": None}, r"field 'start' must be an object \(Point\), got None"),
+    ({"name": "a", "start": [1, 2]}, r"field 'start' must be an object \(Point\), got \[1, 2\]"),
+    ({"name": "a", "start": {"x": "abc"}}, r"field 'start.x' must be a number, got 'abc'"),
+    ({"name": "a", "start": {"y": 1.0}}, r"Point at start lacks the field\(s\) 'x'"),
+    ({"name": "a", "tags": "abc"}, r"field 'tags' must be a list, got 'abc'"),
+    ({"name": "a", "points": [[1, 2], [3]]}, r"field 'points\[1\]' must be a list of 2 values, got \[3\]"),
+    ({"name": "a", "points": [[1, True]]}, r"field 'points\[0\]\[1\]' must be a number, got True"),
+    ({"name": "a", "notes": [1]}, r"field 'notes' must be an object, got \[1\]"),
+    ({"name": 5}, r"field 'name' must be str, got 5"),
+    ({}, r"Track lacks the field\(s\) 'name'"),
+])
+def test_wrong_types_and_shapes_name_the_field(data: dict, needle: str) -> None:
+    with pytest.raises(EngineError, match=needle):
+        from_dict(Track, data)
+
+
+def test_null_in_a_float_field_is_nan_as_to_jsonable_writes_it() -> None:
+    track = from_dict(Track, {"name": "a", "start": {"x": None}, "points": [[1, 2]]})
+    assert math.isnan(track.start.x) and track.points == ((1.0, 2.0),)
