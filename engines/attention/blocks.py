@@ -13,6 +13,7 @@ rho is the fraction of fully masked tiles.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,8 +136,14 @@ class MaskStats:
 
     @property
     def ideal_speedup(self) -> float:
-        """1 / (1 - rho): what skipping alone can give over the full-mask time."""
-        return 1.0 / max(1.0 - self.rho, 1e-9)
+        """1 / (1 - rho): what skipping alone can give over the full-mask time; infinite when every
+        tile is skipped (nothing is left to compute), never a made-up finite cap."""
+        return math.inf if self.rho >= 1.0 else 1.0 / (1.0 - self.rho)
+
+    @property
+    def ideal_speedup_text(self) -> str:
+        """The speed-up as a readout says it: "all tiles skipped" instead of an infinite factor."""
+        return "all tiles skipped" if math.isinf(self.ideal_speedup) else f"{self.ideal_speedup:.2f}x"
 
 
 def visible_per_column(mask: FlashMask) -> np.ndarray:

@@ -56,7 +56,9 @@ def load_vectors(path: Path, causal: bool | None = None, n_q: int | None = None)
             data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict) or "startend_row_indices" not in data:
                 raise EngineError(f"{path.name} is not a FlashMask JSON file (no startend_row_indices)")
-            mode = bool(data.get("causal", False)) if causal is None else causal
+            mode = data.get("causal", False) if causal is None else causal
+            if not isinstance(mode, bool):
+                raise EngineError(f"{path.name}: 'causal' must be true or false, got {mode!r}")
             return make_mask(np.asarray(data["startend_row_indices"]), mode, data.get("n_q", n_q))
         if suffix == ".npy":
             arr = _load_npy(path)

@@ -7,6 +7,7 @@ half), so they survive a change of ``n``. For column ``j`` inside a document spa
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -14,9 +15,7 @@ import numpy as np
 
 from engines.core import EngineError
 
-from .representation import FlashMask, full_mask, make_mask
-
-MAX_N = 1 << 20  # a million tokens: the vectors stay small, but keep typos from eating the memory
+from .representation import MAX_N, FlashMask, check_length, full_mask, make_mask  # noqa: F401  (MAX_N: library.MAX_N for the panel)
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class Param:
             if self.kind == "sizes":
                 items = value.replace(";", ",").split(",") if isinstance(value, str) else list(value)
                 sizes = tuple(float(v) for v in items if str(v).strip() != "")
-                if not sizes or any(not np.isfinite(s) or s <= 0 for s in sizes):
+                if not sizes_ok(sizes):
                     raise ValueError
                 if len(sizes) > n:
                     raise EngineError(f"{self.name} lists {len(sizes)} parts but the sequence has only {n} tokens")
@@ -48,7 +47,7 @@ class Param:
                     raise ValueError
                 number = int(number)
         except (TypeError, ValueError):
-            expected = {"int": "a whole number", "float": "a number", "sizes": "positive sizes such as 1,1,2"}[self.kind]
+            expected = {"int": "a whole number", "float": "a number", "sizes": "positive sizes with a finite sum, such as 1,1,2"}[self.kind]
             raise EngineError(f"parameter {self.name}={value!r} must be {expected}") from None
         high = n if self.maximum is None and self.kind == "int" else self.maximum
         if number < self.minimum or (high is not None and number > high):
@@ -69,8 +68,16 @@ class MaskSpec:
 
 
 # Helpers -------------------------------------------------------------------------------------
+def sizes_ok(sizes: tuple[float, ...]) -> bool:
+    """Relative sizes are usable when each is finite and positive and so is their sum: 1e308,1e308
+    adds up to infinity, which would overflow and collapse every segment into one."""
+    return bool(sizes) and all(math.isfinite(s) and s > 0 for s in sizes) and math.isfinite(sum(sizes))
+
+
 def segment_edges(n: int, sizes: tuple[float, ...]) -> np.ndarray:
     """Segment boundaries 0 = e_0 < ... = n from relative sizes (empty segments are dropped)."""
+    if not sizes_ok(sizes):
+        raise EngineError(f"relative sizes {', '.join(map(str, sizes)) or '(none)'} must be positive numbers with a finite sum")
     w = np.asarray(sizes, dtype=np.float64)
     edges = np.round(np.concatenate([[0.0], np.cumsum(w)]) / w.sum() * n).astype(np.int64)
     edges[-1] = n
@@ -287,7 +294,3 @@ def mask_spec(name: str) -> MaskSpec:
         raise EngineError(f"unknown mask {name!r}; choose from {', '.join(MASKS)}")
     return MASKS[name]
 
-
-def check_length(n: int) -> None:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1 or n > MAX_N:
-        raise EngineError(f"sequence length {n!r} must be a whole number from 1 to {MAX_N}")

@@ -20,6 +20,7 @@ import numpy as np
 
 from engines.core import EngineError
 
+MAX_N = 1 << 20  # a million tokens: the vectors stay small, but keep typos from eating the memory
 ALLOWED_C = {True: (1, 2), False: (2, 4)}
 COLUMN_NAMES = {(True, 1): ("LTS",), (True, 2): ("LTS", "LTE"), (False, 2): ("LTS", "UTE"), (False, 4): ("LTS", "LTE", "UTS", "UTE")}
 
@@ -176,9 +177,10 @@ def make_mask(indices, causal: bool, n_q: int | None = None) -> FlashMask:
         raise EngineError(f"a {mode} FlashMask needs C in {ALLOWED_C[causal]} columns, got C={c}")
     if b < 1 or h < 1 or n_k < 1:
         raise EngineError(f"startend_row_indices is empty (shape {list(arr.shape)})")
-    n_q = n_k if n_q is None else int(n_q)
-    if n_q < 1:
-        raise EngineError(f"the query length must be at least 1, got {n_q}")
+    if n_q is None:
+        n_q = n_k
+    check_length(n_q, "the query length n_q")
+    n_q = int(n_q)
     if arr.min() < 0 or arr.max() > n_q:
         bad = np.argwhere((arr < 0) | (arr > n_q))[0]
         name = COLUMN_NAMES[(causal, c)][bad[3]]
@@ -196,6 +198,13 @@ def make_mask(indices, causal: bool, n_q: int | None = None) -> FlashMask:
                 f"{names[e]}={int(arr[bad[0], bad[1], bad[2], e])}; an interval's start must not exceed its end"
             )
     return FlashMask(np.ascontiguousarray(arr, dtype=np.int32), causal, n_q)
+
+
+def check_length(n: object, what: str = "sequence length") -> None:
+    """One limit for every length a user gives (library N, a file's n_q): a float would be truncated
+    silently and a typo like 10^12 would allocate far more memory than the machine has."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1 or n > MAX_N:
+        raise EngineError(f"{what} {n!r} must be a whole number from 1 to {MAX_N}")
 
 
 def _where(idx, b: int, h: int) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 
+from engines.attention.representation import MAX_N
+
 
 class VectorsModel(QAbstractTableModel):
     edited = Signal(object)  # the full edited int array [N_k, C]
@@ -59,6 +61,10 @@ class VectorsModel(QAbstractTableModel):
             number = int(str(value).strip())
         except ValueError:
             self.rejected.emit(f"{str(value)!r} is not a row index: type a whole number between 0 and N_q")
+            return False
+        if not -MAX_N <= number <= MAX_N:  # beyond any mask's rows, and too big for the int array
+            name = self._names[index.column()] if index.column() < len(self._names) else "value"
+            self.rejected.emit(f"column {index.row()}: {name}={number} is outside the rows of any mask (0..N_q, N_q at most {MAX_N})")
             return False
         edited = self._data.copy()
         edited[index.row(), index.column()] = number

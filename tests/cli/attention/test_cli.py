@@ -127,3 +127,19 @@ def test_tiny_bench_json_has_the_table_and_goals(cli, tmp_path: Path) -> None:
     assert row["ms"] > 0 and row["max_error"] < 1e-5 and row["full_ms"] > 0 and row["speedup_vs_dense"] > 0
     assert "causal_document" in data["goals"]["masks"]
     assert (tmp_path / "t.csv").read_text().count("\n") == 3
+
+
+def test_npy_vectors_read_their_mode_from_c_or_the_flag(cli, tmp_path: Path) -> None:
+    """A C=2 .npy was read as non-causal without a word (rho 1.0000, "ideal speed-up 1000000000.00x")."""
+    path = tmp_path / "qk.npy"
+    _ok(cli("attention", "export", "--mask", "qk_sparse", "--n", "1024", "--out", str(path), "--json"))
+    _error(cli("attention", "stats", "--vectors", str(path)), "holds C=2 vectors")
+    causal = _ok(cli("attention", "stats", "--vectors", str(path), "--causal", "--json"))
+    assert causal["stats"]["causal"] is True and causal["stats"]["rho"] < 1.0
+    assert _ok(cli("attention", "stats", "--vectors", str(path), "--no-causal", "--json"))["stats"]["causal"] is False
+    np.save(tmp_path / "c1.npy", np.full((64, 1), 64, dtype=np.int32))
+    assert _ok(cli("attention", "stats", "--vectors", str(tmp_path / "c1.npy"), "--json"))["stats"]["causal"] is True
+    hidden = tmp_path / "hidden.npy"
+    np.save(hidden, np.stack([np.zeros(256), np.full(256, 256)], axis=1).astype(np.int32))
+    out = cli("attention", "stats", "--vectors", str(hidden), "--no-causal")
+    assert out.returncode == 0 and "ideal speed-up all tiles skipped" in out.stdout and "1000000000" not in out.stdout

@@ -58,3 +58,12 @@ def test_memory_readouts() -> None:
     assert stats.dense_bytes == n * n
     assert stats.minmax_bytes == 8 * 4 * (n // 128)
     assert stats.blockmask_bytes == 4 * (2 * 64 + 2 * 64 * 64 + 2 * 64 + 2 * 64 * 64)
+
+
+def test_ideal_speed_up_of_a_fully_skipped_mask_is_infinite_and_said_in_words() -> None:
+    """rho = 1 once printed "ideal speed-up 1000000000.00x" (a 1e-9 floor)."""
+    from engines.attention import make_mask
+
+    hidden = mask_stats(make_mask(np.stack([np.zeros(256), np.full(256, 256)], axis=1), False, 256), 128, 128)
+    assert hidden.rho == 1.0 and hidden.ideal_speedup == float("inf") and hidden.ideal_speedup_text == "all tiles skipped"
+    assert mask_stats(build("causal", 1024), 128, 128).ideal_speedup_text == "1.78x"

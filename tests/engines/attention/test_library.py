@@ -97,6 +97,7 @@ def test_a_128k_mask_builds_without_quadratic_memory() -> None:
         ("sliding_window", {"window": 2.5}, "must be a whole number"),
         ("sliding_window", {"window": 1000}, "out of range"),
         ("document", {"docs": "1,-1"}, "positive sizes"),
+        ("causal_document", {"docs": "1e308,1e308"}, "positive sizes with a finite sum"),  # once overflowed into one document
         ("random_eviction", {"rate": 2}, "rate=2.0 is out of range"),
     ],
 )
@@ -111,3 +112,13 @@ def test_defaults_scale_with_n_and_strings_parse() -> None:
     assert resolve_params("document", 100, {"docs": "1; 2"}) == {"docs": (1.0, 2.0)}
     with pytest.raises(EngineError, match="sequence length"):
         build("causal", 0)
+
+
+def test_segment_edges_refuse_sizes_whose_sum_overflows() -> None:
+    """Builders called directly (not through Param.parse) are guarded too: no overflow warning, no
+    silently collapsed documents."""
+    from engines.attention.library import segment_edges
+
+    np.testing.assert_array_equal(segment_edges(8, (1.0, 1.0)), [0, 4, 8])
+    with pytest.raises(EngineError, match="finite sum"):
+        segment_edges(1024, (1e308, 1e308))
