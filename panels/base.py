@@ -108,7 +108,7 @@ class MethodPanel(QWidget):
         self.runner.errored.connect(
             lambda text, tb: self.message.show_message(f"Unexpected error ({text}); the log has the details.", "error")
         )
-        self.runner.started.connect(lambda *_: self.message.clear())
+        self.runner.started.connect(self._on_job_started)
 
     # Hooks the shell calls -------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -132,6 +132,11 @@ class MethodPanel(QWidget):
 
     def shutdown(self) -> None:
         """Called when the window closes, after jobs were cancelled."""
+
+    def _on_job_started(self, *_) -> None:
+        """A new job makes the last message stale; a panel whose background jobs start on their own
+        (not on a user action) overrides this so they do not wipe a sentence the user must read."""
+        self.message.clear()
 
     # Helpers ---------------------------------------------------------------------------------
     def show_error(self, text: str) -> None:

@@ -79,6 +79,18 @@ def load_vectors(path: Path, causal: bool | None = None, n_q: int | None = None)
     return make_mask(arr, causal, n_q)
 
 
+def npy_needs_mode(path: Path) -> bool:
+    """Whether a file is a .npy of C=2 vectors, which `load_vectors` can only read when told the
+    mode. Reads the header alone; anything unreadable is False (reading it reports the problem)."""
+    if path.suffix.lower() != ".npy":
+        return False
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return False
+    return arr.dtype != bool and arr.ndim >= 2 and arr.shape[-1] == 2
+
+
 def load_dense(path: Path, causal: bool | None = None) -> FlashMask:
     """A FlashMask from a boolean .npy dense mask (True = may attend)."""
     try:

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QSpinBox,
     QSplitter,
@@ -80,7 +81,8 @@ class AttentionPanel(MethodPanel):
         for runner in (self.analysis, self.exporter):
             runner.failed.connect(self.show_error)
             runner.errored.connect(lambda text, tb: self.show_error(f"Unexpected error ({text}); the log has the details."))
-        self.analysis.started.connect(lambda *_: self.message.clear())
+        self.analysis.started.connect(self._on_analysis_started)
+        self._keep_message = False  # set while a job starts that the user did not ask for
         self.analysis.finished.connect(self._on_view)
         self.analysis.failed.connect(self._revert_edits)
         self.runner.partial.connect(self._on_timing)
@@ -302,7 +304,15 @@ class AttentionPanel(MethodPanel):
 
     def _first_view(self) -> None:
         if self.isVisible() and self.view is None and not self.analysis.busy:
-            self.request_analysis()
+            self.request_analysis(keep_message=True)  # a failed open at start-up stays readable
+
+    def _on_analysis_started(self, *_) -> None:
+        if not self._keep_message:
+            self.message.clear()
+
+    def _on_job_started(self, *_) -> None:
+        """Live timing starts by itself after every edit: it must not wipe the sentence about that
+        edit (an out-of-range parameter, a file that could not be read)."""
 
     # Parameters ------------------------------------------------------------------------------
     def _set_preset(self, name: str) -> None:
@@ -386,12 +396,17 @@ class AttentionPanel(MethodPanel):
         dragged, self._dragged = self._dragged, None
         return MaskRequest(kind="preset", name=name, n=self.n.value(), params=self.params(), boundaries=dragged)
 
-    def request_analysis(self) -> None:
+    def request_analysis(self, keep_message: bool = False) -> None:
+        """Analyse the current request; ``keep_message`` when the panel starts it on its own."""
         from engines.attention.view import analyze  # numpy only; it runs in the job
 
         request = self.current_request()
         tile = self.tile.value()
-        self.analysis.start(lambda job: (request, analyze(request, tile)), "Analysing the mask")
+        self._keep_message = keep_message
+        try:
+            self.analysis.start(lambda job: (request, analyze(request, tile)), "Analysing the mask")
+        finally:
+            self._keep_message = False
 
     def _on_view(self, result) -> None:
         request, view = result
@@ -410,7 +425,7 @@ class AttentionPanel(MethodPanel):
         s = view.stats
         self.readouts["description"].setText(f"{view.name}: {view.description}")
         self.readouts["rho"].setText(f"{s.rho:.4f}  ({s.tiles_masked} of {s.tiles} tiles of {s.block_q}x{s.block_k} skipped)")
-        self.readouts["ideal"].setText(f"{s.ideal_speedup:.2f}x  (1 / (1 - rho))")
+        self.readouts["ideal"].setText(f"{s.ideal_speedup_text}  (1 / (1 - rho))")
         self.readouts["density"].setText(f"{s.density:.4f} of elements visible")
         self.readouts["tiles"].setText(f"{s.tiles_unmasked} {TILE_NAMES[0]}, {s.tiles_partial} {TILE_NAMES[1]}, {s.tiles_masked} skipped")
         self.readouts["flashmask"].setText(f"{_bytes(s.flashmask_bytes)} + {_bytes(s.minmax_bytes)} min/max")
@@ -436,8 +451,10 @@ class AttentionPanel(MethodPanel):
         self.heatmap.set_boundaries(self.view.boundaries, m.n_k)
 
     def _revert_edits(self, *_) -> None:
-        """After a rejected edit, the source, table and painting go back to the last valid mask."""
+        """After a rejected edit, the source, table and painting go back to the last valid mask
+        (with none yet, as after a bad file opened at start-up, the first view is shown instead)."""
         if self.view is None or self.last_request is None:
+            self.first_view_timer.start()
             return
         self.source = self.last_request.kind
         if self.source == "vectors":
@@ -588,20 +605,44 @@ class AttentionPanel(MethodPanel):
         dialog.fileSelected.connect(lambda p: self.open_path(Path(p)))
         dialog.open()
 
-    def open_path(self, path: Path) -> None:
-        """Load vectors (.json, or .npy whose C tells the mode) and show them as a custom mask."""
+    def open_path(self, path: Path, causal: bool | None = None) -> None:
+        """Load vectors (.json, or .npy whose C tells the mode) and show them as a custom mask; a
+        .npy with C=2 columns could be either mode, so the user is asked which."""
+        from engines.attention.exports import npy_needs_mode
+
+        if causal is None and npy_needs_mode(path):
+            self._ask_mode(path)
+            return
         tile = self.tile.value()
 
         def work(job):
             from engines.attention.exports import load_vectors
             from engines.attention.view import MaskRequest, analyze
 
-            mask = load_vectors(path)
+            mask = load_vectors(path, causal)
             request = MaskRequest(kind="vectors", vectors=mask.indices, causal=mask.causal, n_q=mask.n_q)
             return request, analyze(request, tile)
 
         self.ctx.add_recent(str(path))
         self.analysis.start(work, f"Opening {path.name}")
+
+    def _ask_mode(self, path: Path) -> None:
+        """Ask (without blocking the window) whether C=2 vectors are [LTS, LTE] or [LTS, UTE]."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Open vectors",
+                          f"{path.name} holds C=2 vectors: [LTS, LTE] of a causal mask or [LTS, UTE] of a "
+                          "bidirectional one. Which is it?", parent=self)
+        causal = box.addButton("Causal", QMessageBox.ButtonRole.AcceptRole)
+        bidirectional = box.addButton("Bidirectional", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+
+        def chosen(_: int) -> None:
+            clicked = box.clickedButton()
+            if clicked in (causal, bidirectional):
+                self.open_path(path, clicked == causal)
+
+        box.finished.connect(chosen)
+        self.mode_question = box  # kept for tests and so that it is not collected while open
+        box.open()
 
     def export_actions(self) -> list[QAction]:
         actions = []
@@ -696,11 +737,15 @@ class AttentionPanel(MethodPanel):
                 self.preset.setCurrentIndex(self.preset.findData("custom"))
             elif self.source not in ("preset", "compose"):
                 self.source = "preset"
-        except (TypeError, ValueError, KeyError) as exc:
-            self.show_error(f"Could not restore the attention panel: {exc}")
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            problem = f"Could not restore the attention panel: {exc}"
+        else:
+            problem = ""
         finally:
             self._building = False
-        self.request_analysis()
+        self.request_analysis(keep_message=True)
+        if problem:
+            self.show_error(problem)
 
     def shutdown(self) -> None:
         for timer in (self.first_view_timer, self.analysis_timer, self.timing_timer):

@@ -167,10 +167,6 @@ def test_csv_export_before_any_timing_says_so(panel, tmp_path: Path) -> None:
 
 
 def test_open_vectors_and_a_bad_file(qapp, panel, tmp_path: Path) -> None:
-    good = tmp_path / "doc.flashmask.npy"
-    np.save(good, np.array([[8, 0]] * 4 + [[8, 4]] * 4, dtype=np.int32))  # C=2: ambiguous
-    panel.open_path(good)
-    assert wait_until(qapp, lambda: "C=2 vectors" in panel.message.text, 10)
     four = tmp_path / "four.flashmask.npy"
     np.save(four, np.array([[8, 8, 0, 0]] * 8, dtype=np.int32))
     panel.open_path(four)
@@ -213,3 +209,67 @@ def test_dragging_a_document_boundary_edits_the_sizes(qapp, panel) -> None:
     assert _analysed(qapp, panel)
     assert panel._param_widgets["docs"].text() == "100, 400, 250, 250"
     assert panel.view.boundaries == (100, 500, 750)
+
+
+@pytest.mark.parametrize("preset, answer", [("causal_blockwise", "Causal"), ("document", "Bidirectional")])
+def test_a_c2_npy_export_reopens_after_asking_its_mode(qapp, panel, tmp_path: Path, preset: str, answer: str) -> None:
+    """C=2 vectors are [LTS, LTE] or [LTS, UTE]: the panel's own .npy export of a C=2 mask comes
+    back once the user says which, and Cancel opens nothing."""
+    panel.preset.setCurrentIndex(panel.preset.findData(preset))
+    panel.n.setValue(256)
+    assert _analysed(qapp, panel)
+    exported = panel.view.mask
+    path = tmp_path / "doc.flashmask.npy"
+    assert panel.export_to("npy", path)
+    assert wait_until(qapp, lambda: not panel.exporter.busy and path.exists(), 30)
+    panel.open_path(path)
+    box = panel.mode_question
+    assert box.isVisible() and "C=2" in box.text()
+    next(b for b in box.buttons() if b.text() == answer).click()
+    assert wait_until(qapp, lambda: panel.view.name == "custom" and not panel.analysis.busy, 10), panel.message.text
+    assert exported.c == 2 and panel.view.mask.causal is exported.causal
+    assert np.array_equal(panel.view.mask.indices, exported.indices)
+    panel.open_path(path)
+    view = panel.view
+    next(b for b in panel.mode_question.buttons() if "Cancel" in b.text()).click()
+    assert _analysed(qapp, panel) and panel.view is view
+
+
+def test_an_edit_error_outlives_the_live_timing_it_does_not_start(qapp, panel) -> None:
+    """Live timing of the last valid mask starts by itself after an edit; it must not wipe the
+    sentence about the bad edit."""
+    panel.live.setChecked(True)
+    panel.preset.setCurrentIndex(panel.preset.findData("sliding_window"))
+    panel.n.setValue(512)
+    assert _analysed(qapp, panel)
+    panel._param_widgets["window"].setMaximum(100000)
+    panel._param_widgets["window"].setValue(5000)
+    assert wait_until(qapp, lambda: "window" in panel.message.text, 10)
+    started = []
+    panel.runner.started.connect(lambda *a: started.append(a))
+    assert wait_until(qapp, lambda: started and not panel.runner.busy, 120)
+    assert "window" in panel.message.text
+
+
+def test_a_failed_open_at_start_up_stays_readable(qapp, qtbot, panel_ctx, tmp_path: Path) -> None:
+    """`workbench gui bad.flashmask.json`: the file is opened before the panel's first view is
+    computed; the default mask then shows, and the sentence about the file stays."""
+    from panels.attention import create_panel
+
+    bad = tmp_path / "bad.flashmask.json"
+    bad.write_text("{}")
+    p = create_panel(panel_ctx)
+    qtbot.addWidget(p)
+    p.live.setChecked(False)
+    p.open_path(bad)
+    p.show()
+    assert wait_until(qapp, lambda: p.view is not None and not p.analysis.busy, 30)
+    assert "not a FlashMask JSON file" in p.message.text
+    p.shutdown()
+
+
+def test_a_session_error_is_not_wiped_by_the_analysis_restore_starts(qapp, panel) -> None:
+    panel.restore({"n": "abc"})
+    assert "Could not restore the attention panel" in panel.message.text
+    assert _analysed(qapp, panel)
+    assert "Could not restore the attention panel" in panel.message.text
