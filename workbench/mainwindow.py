@@ -29,7 +29,7 @@ from engines.core import METHODS, EngineError, describe_device, set_device_prefe
 from .actions import ActionRegistry
 from .activity import ActivityList
 from .dialogs import AboutDialog, PreferencesDialog
-from .jobs import JobManager
+from .jobs import JobManager, JobRunner
 from .logdock import LogPanel, install_log_handler, remove_log_handler
 from .palette import CommandPalette
 from .session import SESSION_SUFFIX, load_session, save_session
@@ -345,14 +345,19 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(str(exc), 8000)
             log.warning("%s", exc)
             return False
+        problems = []
         for name, state in states.items():
             if name not in self.docks:
                 log.warning("session %s names an unknown panel %r; skipped", path.name, name)
                 continue
-            self.panel(name).restore(state)
+            try:
+                self.panel(name).restore(state)
+            except Exception as exc:  # one panel's bad state must not keep the others from loading
+                problems.append(f"Could not restore the {name} panel: {exc}")
+                log.warning("%s", problems[-1], exc_info=True)
         self.session_path = path
         self.add_recent(str(path))
-        self.statusBar().showMessage(f"Session {path.name} opened", 4000)
+        self.statusBar().showMessage(" ".join(problems) or f"Session {path.name} opened", 15000 if problems else 4000)
         return True
 
     def save_session_dialog(self) -> None:
@@ -400,8 +405,9 @@ class MainWindow(QMainWindow):
         dialog.open()
 
     # Torch warm-up (after the first paint) -------------------------------------------------
-    def start_warmup(self) -> None:
-        """Import torch and set its threads in a worker, then show the device in the status bar."""
+    def start_warmup(self) -> JobRunner:
+        """Import torch and set its threads in a worker, then show the device in the status bar;
+        the runner lets a headless caller wait for it."""
         threads = int(self.settings.preference("threads")) or None
         set_device_preference(self.settings.preference("device"))
 
@@ -413,7 +419,15 @@ class MainWindow(QMainWindow):
 
         runner = self.jobs.runner("shell")
         runner.finished.connect(self.torchReady.emit)
+        runner.failed.connect(self._on_torch_failed)
         runner.start(warm, "Loading torch")
+        return runner
+
+    def _on_torch_failed(self, message: str) -> None:
+        """A setting torch cannot take (a bad WORKBENCH_THREADS): say so where the device would be."""
+        self.device_label.setText("torch: not loaded")
+        self.statusBar().showMessage(message, 15000)
+        log.warning("%s", message)
 
     def _on_torch_ready(self, info: dict) -> None:
         self.torch_info = info

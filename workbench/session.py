@@ -36,9 +36,12 @@ def load_session(path: Path) -> dict[str, dict[str, Any]]:
         raise EngineError(f"{path.name} is not a text file, so not a session file") from exc
     except json.JSONDecodeError as exc:
         raise EngineError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno})") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    except RecursionError:  # lists nested thousands deep: no session file looks like that
+        raise EngineError(f"{path.name} is not a Workbench session file") from None
+    version = doc.get("version", 0) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or isinstance(version, bool) or not isinstance(version, int):
         raise EngineError(f"{path.name} is not a Workbench session file")
-    if int(doc.get("version", 0)) > FORMAT_VERSION:
+    if version > FORMAT_VERSION:
         raise EngineError(f"{path.name} was written by a newer Workbench (session format {doc.get('version')})")
     panels = doc.get("panels", {})
     if not isinstance(panels, dict) or not all(isinstance(v, dict) for v in panels.values()):

@@ -8,6 +8,8 @@ import os
 import threading
 from typing import Any
 
+from .errors import EngineError
+
 _lock = threading.Lock()
 _preference = os.environ.get("WORKBENCH_DEVICE", "auto")  # auto | cpu | cuda
 _threads_applied = False
@@ -39,6 +41,21 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) - 1)
 
 
+def env_threads() -> int | None:
+    """The thread count WORKBENCH_THREADS asks for, None when unset; a typo there is the user's
+    to fix, so it is one clear EngineError rather than a ValueError deep in the first torch job."""
+    value = os.environ.get("WORKBENCH_THREADS", "")
+    if not value.strip():
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise EngineError(f"WORKBENCH_THREADS must be a whole number of at least 1 (got {value!r})")
+    return n
+
+
 def configure_threads(threads: int | None = None) -> int:
     """Set torch's intra-op threads once, before any torch work; later calls only report."""
     global _threads_applied
@@ -46,7 +63,7 @@ def configure_threads(threads: int | None = None) -> int:
 
     with _lock:
         if not _threads_applied:
-            n = threads or int(os.environ.get("WORKBENCH_THREADS", 0)) or default_threads()
+            n = threads or env_threads() or default_threads()
             torch.set_num_threads(max(1, n))
             _threads_applied = True
         return torch.get_num_threads()

@@ -64,6 +64,7 @@ def solve_target(target: np.ndarray, request: SolveRequest = SolveRequest(), pro
     """Convert a (64, 64) ink mask into a program."""
     if target.shape != (DEFAULT_SIZE, DEFAULT_SIZE):
         raise EngineError(f"the target must be {DEFAULT_SIZE}x{DEFAULT_SIZE} (load pictures with load_target)")
+    request.params.check()  # before the proposer seeds its generator with them
     proposer = make_proposer(request.proposer, request.params.seed, request.params.temperature, request.checkpoint or None)
     return solve(target, proposer, request.params, progress, cancel, on_update)
 

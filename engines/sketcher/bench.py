@@ -20,7 +20,7 @@ from .edits import random_program
 from .language import parse
 from .polish import POLISH_AFTER
 from .render import foreground_iou, mean_iou, render
-from .search import SearchParams, SearchResult, solve
+from .search import SearchParams, SearchResult, check_seed, solve
 from .sketch import sketch_render
 from .vocab import Tokens
 
@@ -53,6 +53,7 @@ class BenchParams:
             raise EngineError("primitives must be a range within 1-12, e.g. 1-4")
         if not 1 <= self.targets <= 10000 or not 0 <= self.sketch_targets <= 10000:
             raise EngineError("targets must be 1 to 10000 (sketch targets 0 to 10000)")
+        check_seed(self.seed)
 
 
 def bench_targets(n_primitives: int, count: int, seed: int) -> list[Tokens]:

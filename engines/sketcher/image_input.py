@@ -1,8 +1,9 @@
 """Targets from pictures: any size or format becomes a 64x64 ink mask.
 
-The background is the majority colour of the border, ink is what differs from it; the picture
-is padded to a square, averaged down, and thresholded (lower for thin strokes, which averaging
-would otherwise wash out).
+For a file of unknown polarity the background is the majority colour of the border, ink is what
+differs from it; a caller that knows the paper (the panel's canvas: white) passes it instead, so
+ink along the border cannot flip the picture. The picture is padded to a square, averaged down,
+and thresholded (lower for thin strokes, which averaging would otherwise wash out).
 """
 from __future__ import annotations
 
@@ -49,15 +50,18 @@ def _to_grey(im) -> np.ndarray:
     return np.asarray(im.convert("L"), dtype=np.float32) / 255.0
 
 
-def ink_mask(grey: np.ndarray, size: int = DEFAULT_SIZE) -> np.ndarray:
-    """(H, W) grey values in [0, 1] -> (size, size) bool ink mask."""
+def ink_mask(grey: np.ndarray, size: int = DEFAULT_SIZE, background: float | None = None) -> np.ndarray:
+    """(H, W) grey values in [0, 1] -> (size, size) bool ink mask.
+
+    ``background`` is the paper's grey value when known; None takes the median of the border.
+    """
     from PIL import Image
 
     size = check_size(size)
     if grey.ndim != 2 or grey.shape[0] < 1 or grey.shape[1] < 1:
         raise EngineError("the image has no pixels")
-    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
-    background = float(np.median(border))
+    if background is None:
+        background = float(np.median(np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])))
     ink = np.abs(grey - background) > 0.5 * max(abs(1.0 - background), background, 0.2)
     h, w = ink.shape
     side = max(h, w)

@@ -85,8 +85,12 @@ def preview(text: str, target: np.ndarray | None = None, size: int = DEFAULT_SIZ
 
 
 def target_from_canvas(grey: np.ndarray) -> np.ndarray:
-    """The drawing (grey values, 1 = white paper) as a 64x64 ink mask."""
-    return ink_mask(grey, DEFAULT_SIZE)
+    """The drawing (grey values, 1 = white paper) as a 64x64 ink mask.
+
+    The canvas is always dark ink on white paper, so the paper is not guessed from the border: a
+    frame or a big shape touching the edges would otherwise turn the drawing inside out.
+    """
+    return ink_mask(grey, DEFAULT_SIZE, background=1.0)
 
 
 def target_from_file(path: str | Path) -> np.ndarray:
@@ -117,8 +121,10 @@ def convert(target: np.ndarray, request: SolveRequest, progress: ProgressFn = no
 
 
 def export(program: str, path: str | Path, size: int = 512) -> Path:
-    """Write the program as text (.txt/.csg), SVG (.svg) or PNG (anything else) at ``size``."""
+    """Write the program as text (.txt/.csg, or a bare name + .txt), SVG (.svg) or PNG (.png) at ``size``."""
     path = Path(path)
+    if path.is_dir():  # before a bare name gets its .txt: exporting to a folder is a mistake, not folder.txt
+        raise EngineError(f"cannot export to {path}: it is a folder")
     parse(program)  # a syntax error is the user's to fix, before any file is touched
     suffix = path.suffix.lower()
     if suffix in (".txt", ".csg", ""):

@@ -45,8 +45,30 @@ def _describe_error(exc, text: str, offset: int) -> str:
     expected = sorted({names.get(e) or _READABLE.get(e, e) for e in (getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ())})
     found = repr(text[pos]) if pos < len(text) else "the end of the text"
     where = f"position {pos + offset + 1}"
+    end = _first_program_end(text)
+    if end is not None and end <= pos < len(text):
+        return f"syntax error at {where}: the program ends at position {end + offset}, but {found} follows"
     want = f"expected {' or '.join(expected)}" if expected else "unexpected input"
     return f"syntax error at {where}: {want}, found {found}"
+
+
+def _first_program_end(text: str) -> int | None:
+    """Where a whole program at the start of ``text`` ends (its closing parenthesis + 1), if one does:
+    after it, any character is one too many, whatever the grammar would have let it continue with."""
+    import lark
+
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth <= 0:
+            if i == 0 or depth < 0:
+                return None
+            try:
+                _parser().parse(text[: i + 1])
+            except lark.exceptions.UnexpectedInput:
+                return None
+            return i + 1
+    return None
 
 
 def parse(text: str) -> Tokens:

@@ -4,13 +4,14 @@ Geometry is the reference's: a 32x32-unit canvas, origin top-left, y down. ``(Ci
 the disc of radius 2r centred at (2x, 2y); ``(Quad x y w h a)`` is the rectangle centred at
 (2x, 2y), 2w wide and 2h tall, turned by a*45 degrees. A pixel of an SxS image belongs to a shape
 when its centre does (boundaries included); zero-area shapes are empty. ``+`` is union and ``-``
-subtraction, evaluated as a tree. All primitive masks of a batch are computed in one numpy pass.
+subtraction, evaluated as a tree. All primitive masks of a batch are computed in one numpy pass
+when they fit a memory budget, else one at a time as the evaluation needs them.
 """
 from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from .vocab import ADD, ANG0, CIRCLE, NUM0, QUAD, SUB, Tokens
 CANVAS_UNITS = 32.0
 DEFAULT_SIZE = 64
 MIN_SIZE, MAX_SIZE = 8, 4096
+MASK_BUDGET = 1 << 26  # primitive-mask pixels made in one numpy pass (64 MB); beyond it, one at a time
 _EPS = 1e-4
 
 
@@ -77,6 +79,26 @@ def _masks(lo: np.ndarray, hi: np.ndarray, size: int) -> np.ndarray:
     return (c[None, None, :] >= lo[:, :, None]) & (c[None, None, :] <= hi[:, :, None])
 
 
+def _mask_maker(lo: np.ndarray, hi: np.ndarray, size: int) -> Callable[[int], np.ndarray]:
+    """Primitive k's (size, size) mask, from its per-row intervals.
+
+    The search's many small renders get every mask from one numpy pass; when they would not fit
+    ``MASK_BUDGET`` (2000 primitives at 4096 px would be 33 GB) each is made when the evaluation
+    reaches it, so memory is O(size^2 x tree depth) and the pixels are the same.
+    """
+    if lo.shape[0] * size * size <= MASK_BUDGET:
+        return _masks(lo, hi, size).__getitem__
+
+    def one(k: int) -> np.ndarray:
+        mask = np.zeros((size, size), bool)
+        rows = np.flatnonzero(lo[k] <= hi[k])  # the rows the shape reaches; no pixel lies in the others
+        if rows.size:
+            mask[rows[0] : rows[-1] + 1] = _masks(lo[k : k + 1, rows[0] : rows[-1] + 1], hi[k : k + 1, rows[0] : rows[-1] + 1], size)[0]
+        return mask
+
+    return one
+
+
 def render_batch(programs: Sequence[Tokens], size: int = DEFAULT_SIZE) -> np.ndarray:
     """Render programs to a (B, size, size) boolean array (True = inside the shape)."""
     size = check_size(size)
@@ -88,26 +110,26 @@ def render_batch(programs: Sequence[Tokens], size: int = DEFAULT_SIZE) -> np.nda
                 circles.append(tuple(t - NUM0 for t in tokens[i + 1 : i + 4]))
             elif tok == QUAD:
                 quads.append((*(t - NUM0 for t in tokens[i + 1 : i + 5]), tokens[i + 5] - ANG0))
-    empty = np.zeros((0, size, size), bool)
-    cmask = _masks(*_circle_rows(np.array(circles, np.int16), size), size) if circles else empty
-    qmask = _masks(*_quad_rows(np.array(quads, np.int16), size), size) if quads else empty
+    circle_mask = _mask_maker(*_circle_rows(np.array(circles, np.int16), size), size) if circles else None
+    quad_mask = _mask_maker(*_quad_rows(np.array(quads, np.int16), size), size) if quads else None
     out = np.empty((len(programs), size, size), bool)
     ci = qi = 0
     for b, tokens in enumerate(programs):
         stack: list[np.ndarray] = []
-        prims: list[np.ndarray] = []
+        prims: list[tuple[Callable[[int], np.ndarray], int]] = []
         for tok in tokens:  # primitives in program order
             if tok == CIRCLE:
-                prims.append(cmask[ci])
+                prims.append((circle_mask, ci))
                 ci += 1
             elif tok == QUAD:
-                prims.append(qmask[qi])
+                prims.append((quad_mask, qi))
                 qi += 1
         p = len(prims)
-        for tok in reversed(tokens):  # evaluate the prefix program from the right
+        for tok in reversed(tokens):  # evaluate the prefix program from the right: at most depth + 1 masks wait
             if tok == CIRCLE or tok == QUAD:
                 p -= 1
-                stack.append(prims[p])
+                make, k = prims[p]
+                stack.append(make(k))
             elif tok == ADD:
                 left = stack.pop()
                 stack.append(left | stack.pop())

@@ -35,6 +35,13 @@ from .vocab import CIRCLE, NUM0, QUAD, Tokens
 EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
 LOGPROB_WEIGHT = 1e-3
 SIZE_PENALTY = 4e-3  # per primitive: of two programs that look alike, keep the simpler one
+MAX_SEED = 2**31 - 1  # the range every command takes (cli/segmentation._seed); torch overflows past 2^63
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a seed that Python, NumPy or torch would reject mid-run with a traceback."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {seed!r}")
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class SearchParams:
             raise EngineError("beam must be 1 to 256 and proposals 1 to 64")
         if self.style not in ("auto", "filled", "sketch"):
             raise EngineError(f"unknown target style {self.style!r}: use auto, filled or sketch")
+        check_seed(self.seed)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, P
 
 from .batch_stream import BatchStream
 from .data import Batch, DataConfig, sample_batches
+from .search import check_seed
 
 FORMAT = "sketcher-edit-model/1"
 VALIDATION_SEED = 424242
@@ -175,6 +176,7 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
 
     if not params.minutes > 0:
         raise EngineError("training needs a positive number of minutes")
+    check_seed(params.seed)
     configure_threads(params.threads)
     device = torch.device("cpu")
     out = Path(params.out)

@@ -37,6 +37,8 @@ from .views import Gallery, PathView, ProgramEditor, RatePlot, fill_tree, mask_p
 
 EXAMPLE = "example.png"
 BENCH_CURVES = "bench_curves.json"
+# suffix: (export action, file-dialog filter)
+_FORMATS = {".txt": ("Program text…", "Program text"), ".svg": ("SVG…", "SVG image"), ".png": ("PNG…", "PNG image")}
 
 
 class SketcherPanel(MethodPanel):
@@ -399,16 +401,20 @@ class SketcherPanel(MethodPanel):
 
     def export_actions(self) -> list[QAction]:
         actions = []
-        for label, suffix in (("Program text…", ".txt"), ("SVG…", ".svg"), ("PNG…", ".png")):
+        for suffix, (label, _) in _FORMATS.items():
             action = QAction(f"Sketcher program as {label}", self)
             action.triggered.connect(lambda _=False, s=suffix: self._choose_export(s))
             actions.append(action)
         return actions
 
     def _choose_export(self, suffix: str) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the program", f"program{suffix}", f"*{suffix}")
-        if path:
-            self.export_to(Path(path))
+        """A save dialog for one format: a name typed without an extension gets this one, so the
+        SVG action writes SVG and the PNG action PNG (the engine goes by the file's suffix)."""
+        dialog = QFileDialog(self, "Export the program", f"program{suffix}", f"{_FORMATS[suffix][1]} (*{suffix})")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setDefaultSuffix(suffix.lstrip("."))
+        dialog.fileSelected.connect(lambda p: self.export_to(Path(p)))
+        dialog.open()
 
     def export_to(self, path: Path) -> None:
         from engines.sketcher import interactive
@@ -434,27 +440,41 @@ class SketcherPanel(MethodPanel):
         }
 
     def restore(self, state: dict[str, Any]) -> None:
+        """Take a session's values, all or none: out-of-range numbers are refused with a sentence
+        before any widget changes (a spin box cannot hold them, and a huge one overflows Qt's int)."""
         try:
-            self.budget.setValue(int(state.get("budget", self.budget.value())))
-            self.beam.setValue(int(state.get("beam", self.beam.value())))
-            self.brush.setValue(int(state.get("brush", self.brush.value())))
-            self.export_size.setValue(int(state.get("export_size", self.export_size.value())))
-            self.fill_box.setChecked(bool(state.get("fill", True)))
-            for combo, key in ((self.style, "style"), (self.proposer, "proposer")):
-                index = combo.findData(state.get(key))
-                if index >= 0:
-                    combo.setCurrentIndex(index)
-            if state.get("tool") in self.tool_buttons:
-                self.tool_buttons[state["tool"]].setChecked(True)
+            numbers = {box: _spin_value(box, key, state) for box, key in (
+                (self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))}
+            image = None
             if state.get("canvas_png"):
                 image = QImage.fromData(QByteArray(base64.b64decode(state["canvas_png"])), "PNG")
-                if not image.isNull():
-                    self.canvas.set_image(image)
-            self.editor.setPlainText(str(state.get("program", "")))
         except (TypeError, ValueError) as exc:
             self.show_error(f"Could not restore the sketcher panel: {exc}")
+            return
+        for box, value in numbers.items():
+            box.setValue(value)
+        self.fill_box.setChecked(bool(state.get("fill", True)))
+        for combo, key in ((self.style, "style"), (self.proposer, "proposer")):
+            index = combo.findData(state.get(key))
+            if index >= 0:
+                combo.setCurrentIndex(index)
+        tool = state.get("tool")
+        if isinstance(tool, str) and tool in self.tool_buttons:
+            self.tool_buttons[tool].setChecked(True)
+        if image is not None and not image.isNull():
+            self.canvas.set_image(image)
+        self.editor.setPlainText(str(state.get("program", "")))
 
     def shutdown(self) -> None:
         self.preview_timer.stop()
         for runner in (self.preview_runner, self.io_runner, self.curves_runner):
             runner.cancel()
+
+
+def _spin_value(box: QSpinBox, key: str, state: dict[str, Any]) -> int:
+    """The session's value for a spin box (its current one when absent); ValueError when the box
+    cannot hold it."""
+    value = state.get(key, box.value())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not box.minimum() <= value <= box.maximum():
+        raise ValueError(f"{key} must be a number from {box.minimum()} to {box.maximum()}, not {value!r}")
+    return int(value)

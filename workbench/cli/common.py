@@ -106,6 +106,17 @@ def cli_job(args: argparse.Namespace, label: str = "") -> Iterator[tuple[Progres
             signal.signal(signal.SIGINT, previous)
 
 
+def seed(value: str) -> int:
+    """argparse type: a seed that NumPy, torch and Open3D (a 32-bit int) all take."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number < 2**31:
+        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {value!r}")
+    return number
+
+
 def existing_file(value: str) -> Path:
     """argparse type: a path that must exist and be a file (one clear error otherwise)."""
     path = Path(value)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.core import METHODS, Cancelled, EngineError
+from engines.core.device import env_threads
 
 from .common import ArgumentParser, add_command, cli_job, output, output_file, output_folder, parse_size
 
@@ -28,7 +29,7 @@ def build_parser() -> ArgumentParser:
     shot = add_command(sub, "screenshot", cmd_screenshot, "render the window or one panel to a PNG")
     shot.add_argument("--panel", choices=METHODS, help="only this panel (default: the whole window)")
     shot.add_argument("--out", required=True, type=output_file, help="PNG file to write")
-    shot.add_argument("--size", default="1280x820", help="window size WIDTHxHEIGHT (default 1280x820)")
+    shot.add_argument("--size", default="1280x820", help="window size WIDTHxHEIGHT (default 1280x820; refused when smaller than its panels need)")
     shot.add_argument("--run", action="store_true", help="run the panel's example first and wait for it")
     shot.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for --run or a panel's start-up job (default 300)")
 
@@ -49,6 +50,7 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        env_threads()  # a typo there is refused before any command, not in the middle of its first torch job
         if not argv:
             return cmd_gui(argparse.Namespace(files=[]))
         parser = build_parser()
@@ -106,6 +108,9 @@ def cmd_info(args: argparse.Namespace) -> None:
     output(args, data, human)
 
 
+WARMUP_TIMEOUT = 60.0  # seconds to wait for torch's import before a headless capture goes on without it
+
+
 def _headless_window(size: str):
     """Application, qasync loop and main window on a private screen, with settings that do not persist."""
     import os
@@ -124,6 +129,8 @@ def _headless_window(size: str):
     window.resize(*size_wh)
     window.show()
     app.processEvents()
+    warmup = window.start_warmup()  # the status bar shows the device, as in the window a user sees
+    _wait_for(app, lambda: not warmup.busy, WARMUP_TIMEOUT)
     return app, window
 
 
@@ -174,31 +181,46 @@ def _run_and_wait(app, window, name: str, timeout: float) -> str | None:
         return "it has no example to run"
     if not _wait_for(app, lambda: "state" in outcome and not panel.runner.busy, timeout):
         panel.runner.cancel()
-        return f"its example did not finish within {timeout:.0f} s"
+        return f"its example did not finish within {timeout:g} s"
     _wait_for(app, lambda: False, 0.3)  # let the result draw
     state = outcome["state"]
     return None if state == "finished" else state
+
+
+def _check_window_size(window, size: str) -> None:
+    """Refuse a size the window did not take: Qt silently keeps a window at the minimum its
+    panels need (which depends on the panels built), and the picture would not be what was asked."""
+    w, h = parse_size(size)
+    got = window.size()
+    short = [f"{n} pixels of {side}" for n, asked, side in ((got.width(), w, "width"), (got.height(), h, "height")) if n > asked]
+    if short:
+        raise EngineError(f"the window cannot be as small as {w}x{h}: its panels need at least {' and '.join(short)}")
 
 
 def cmd_screenshot(args: argparse.Namespace) -> None:
     from workbench.screenshot import grab_to_png, require_png
 
     require_png(args.out)
+    if not (0 < args.timeout < float("inf")):
+        raise EngineError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     app, window = _headless_window(args.size)
-    target = window
-    problem = None
-    if args.panel:
-        target = window.docks[args.panel]
-        window.show_panel(args.panel)
-        if args.run:
+    try:
+        target = window
+        if args.panel:
+            target = window.docks[args.panel]
+            window.show_panel(args.panel)
+            app.processEvents()
+        _check_window_size(window, args.size)
+        if args.panel and args.run:
             problem = _run_and_wait(app, window, args.panel, args.timeout)
-    # what a panel loads when first shown (an example scene, a first timing) belongs in the picture
-    _settle(app, window, args.timeout)
-    path = grab_to_png(target, args.out)
-    size = target.grab().size()
-    _close_headless(app, window)
-    if problem:
-        raise EngineError(f"the {args.panel} panel could not run: {problem}")
+            if problem:  # a picture of a failed run is no screenshot of the panel: write nothing
+                raise EngineError(f"the {args.panel} panel could not run: {problem}")
+        # what a panel loads when first shown (an example scene, a first timing) belongs in the picture
+        _settle(app, window, args.timeout)
+        path = grab_to_png(target, args.out)
+        size = target.grab().size()
+    finally:
+        _close_headless(app, window)
     output(args, {"out": str(path), "width": size.width(), "height": size.height(), "panel": args.panel}, f"wrote {path}")
 
 
@@ -206,6 +228,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from workbench.screenshot import grab_to_png
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise EngineError(f"--methods names no method: give a comma-separated subset of {', '.join(METHODS)}")
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise EngineError(f"unknown method(s): {', '.join(unknown)}; choose from {', '.join(METHODS)}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from engines.core import EngineError, ProgressFn, CancelToken
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder
+from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder, seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     scenes = add_command(group, "scenes", cmd_scenes, "write procedural benchmark rooms (PLY with a ground-truth 'instance' field)")
     scenes.add_argument("--n", type=int, default=10, help="how many rooms (default 10)")
-    scenes.add_argument("--seed", type=_seed, default=0, help="seed of the first room (default 0)")
+    scenes.add_argument("--seed", type=seed, default=0, help="seed of the first room (default 0)")
     scenes.add_argument("--out", type=output_folder, required=True, help="folder to write scene_NNN.ply / .json into")
     scenes.add_argument("--points", type=int, default=20000, help="points per room (default 20000)")
 
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--agent", choices=("search", "ppo"), default="search",
                      help="who moves the cylinders: the search over every action (default) or the PPO policy")
     run.add_argument("--policy", type=existing_file, help="PPO policy checkpoint for --agent ppo (default: the shipped one)")
-    run.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
+    run.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     tune = run.add_argument_group("thresholds (the panel's Thresholds tab; defaults: the shipped settings)")
     tune.add_argument("--mask-threshold", type=float, help="|SDF| at most this (normalised) is on the object (default 0.02)")
     tune.add_argument("--found-threshold", type=float, help="objectness distance at most this: found (default 0.14)")
@@ -52,27 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")
     train.add_argument("--out", type=output_file, required=True, help="checkpoint to write (and resume from when it exists)")
-    train.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
+    train.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
     train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
 
     policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
     policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
     policy.add_argument("--out", type=output_file, required=True, help="policy checkpoint to write")
-    policy.add_argument("--seed", type=_seed, default=0, help="random seed; also picks the training rooms (default 0)")
+    policy.add_argument("--seed", type=seed, default=0, help="random seed; also picks the training rooms (default 0)")
     policy.add_argument("--rooms", type=int, default=32, help="training rooms held at once, a rolling pool (default 32)")
     policy.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
-
-
-def _seed(value: str) -> int:
-    """argparse type: a seed that NumPy, torch and Open3D (a 32-bit int) all take."""
-    try:
-        seed = int(value)
-    except ValueError:
-        seed = -1
-    if not 0 <= seed < 2**31:
-        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {value!r}")
-    return seed
 
 
 def _params(anchors: int, agent: str = "search", **kwargs: Any):

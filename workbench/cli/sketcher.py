@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file
+from .common import add_command, add_group, cli_job, existing_file, output, output_file, seed
 
 if TYPE_CHECKING:
     from engines.sketcher.data import DataConfig
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train = add_command(group, "train", cmd_train, "train the edit model for a wall-clock budget; resumes from --out when it exists")
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
     train.add_argument("--out", type=output_file, required=True, help="checkpoint file to write (and resume from)")
-    train.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    train.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     train.add_argument("--batch-size", type=int, default=32, help="examples per step (default 32)")
     train.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     train.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
     solve.add_argument("--no-residual", dest="residual", action="store_false",
                        help="polish numbers only, without parts fitted to the wrong pixels")
-    solve.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    solve.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     solve.add_argument("--out", type=output_file, help="also write the found program's render to this PNG")
 
     bench = add_command(group, "bench", cmd_bench, "edit model vs random-mutation baseline on fresh seeded targets, same search")
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
     bench.add_argument("--no-residual", dest="residual", action="store_false",
                        help="polish numbers only, without parts fitted to the wrong pixels")
-    bench.add_argument("--seed", type=int, default=2025, help="target seed (default 2025)")
+    bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
     bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")

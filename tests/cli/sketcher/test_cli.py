@@ -108,3 +108,12 @@ def test_train_records_the_data_mix_it_was_given(cli, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = load_checkpoint(out)["data"]
     assert tuple(data["primitive_weights"]) == (0, 1, 2) and data["sketch_fraction"] == 0.5
+
+
+@pytest.mark.parametrize("command", [["solve", "--target", "x.png"], ["bench", "--targets", "1"], ["train", "--minutes", "1", "--out", "m.pt"]])
+@pytest.mark.parametrize("seed", ["99999999999999999999", "-9223372036854775809", "-1", "abc"])
+def test_seeds_out_of_range_are_one_error_line(cli, tmp_path: Path, command: list[str], seed: str) -> None:
+    Image.new("L", (64, 64), 255).save(tmp_path / "x.png")
+    args = [str(tmp_path / a) if a in ("x.png", "m.pt") else a for a in command]
+    assert "seed must be an integer from 0 to 2^31-1" in _error_line(cli("sketcher", *args, f"--seed={seed}"))
+    assert not (tmp_path / "m.pt").exists()

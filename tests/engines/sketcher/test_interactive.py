@@ -42,6 +42,20 @@ def test_targets_from_canvas_and_generator() -> None:
         interactive.target_from_canvas(np.ones((512, 512), np.float32))
 
 
+def test_canvas_ink_along_the_border_does_not_flip_the_drawing() -> None:
+    # a thin frame along the edges, then a filled shape over the top three quarters: the border
+    # is mostly ink in both, yet the canvas is always dark ink on white paper
+    frame = np.ones((512, 512), np.float32)
+    frame[:14], frame[-14:], frame[:, :14], frame[:, -14:] = 0.0, 0.0, 0.0, 0.0
+    target = interactive.target_from_canvas(frame)
+    assert target[0, 32] and target[32, 0] and not target[32, 32]
+    assert target.mean() < 0.15
+    big = np.ones((512, 512), np.float32)
+    big[:384] = 0.0
+    target = interactive.target_from_canvas(big)
+    assert target[:48].all() and not target[48:].any()
+
+
 def test_convert_streams_and_returns_masks_for_the_path() -> None:
     target = render(parse("(Circle 5 8 8)"))
     updates = []
@@ -62,3 +76,19 @@ def test_exports(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="syntax error"):
         interactive.export("(Circle 1", tmp_path / "q.svg")
     assert not (tmp_path / "q.svg").exists()
+
+
+def test_export_to_a_folder_or_an_unwritable_place_is_one_sentence(tmp_path: Path) -> None:
+    program = "(Circle 6 8 8)"
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(EngineError, match="it is a folder"):
+        interactive.export(program, folder)
+    assert not (tmp_path / "folder.txt").exists()
+    (tmp_path / "x.txt").mkdir()
+    with pytest.raises(EngineError, match="it is a folder"):
+        interactive.export(program, tmp_path / "x")
+    assert interactive.export(program, tmp_path / "bare") == tmp_path / "bare.txt"
+    with pytest.raises(EngineError, match="cannot create the folder"):
+        interactive.export(program, tmp_path / "bare.txt" / "inside.svg")
+

@@ -34,7 +34,7 @@ def test_tokens_follow_the_grammar() -> None:
         ("(Quad 1 2 3 4 5)", 15, "an angle G-N"),
         ("(* (Circle 1 1 1) (Circle 1 1 1))", 2, "'+' or '-'"),
         ("(Circle 5  8 8)", 11, "a number"),
-        ("(Circle 1 2 3) x", 15, "the end of the program"),
+        ("(Circle 1 2 3) x", 15, "the program ends at position 14, but ' ' follows"),
         ("(+ (Circle 1 2 3)", 18, "expected ' '"),
         ("(circle 1 2 3)", 2, "'Circle'"),
     ],
@@ -62,3 +62,13 @@ def test_nesting_is_bounded_with_its_position() -> None:
     with pytest.raises(EngineError, match="nests too deeply") as info:
         parse(chain(3000))
     assert error_position(str(info.value)) == 18 * MAX_DEPTH + 4  # the circle one level too deep
+
+
+@pytest.mark.parametrize("text, end, follows", [("(Circle 6 8 8)x", 14, "'x'"), ("(Circle 6 8 8))", 14, "')'"),
+                                                ("(Circle 6 8 8)\n(Circle 1 2 3)", 14, "'\\n'"),
+                                                ("  (+ (Circle 6 8 8) (Circle 1 2 3))(", 35, "'('")])
+def test_text_after_a_complete_program_is_said_as_such(text: str, end: int, follows: str) -> None:
+    """Not "expected ' ' or ')'": the program was whole, and something came after it."""
+    with pytest.raises(EngineError) as info:
+        parse(text)
+    assert str(info.value) == f"syntax error at position {end + 1}: the program ends at position {end}, but {follows} follows"

@@ -92,3 +92,40 @@ def test_iou_measures() -> None:
     assert 0.5 < mean_iou(b, a) < 1.0
     batch = foreground_iou(np.stack([a, b]), a)
     assert batch.shape == (2,) and batch[0] == 1.0
+
+
+def _balanced(leaves: list[str]) -> str:
+    """A union tree of the given primitives, as shallow as it can be."""
+    while len(leaves) > 1:
+        leaves = [f"(+ {a} {b})" if b else a for a, b in zip(leaves[::2], leaves[1::2] + [""])]
+    return leaves[0]
+
+
+def test_masks_made_one_at_a_time_are_the_same_pixels(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engines.sketcher.render as renderer
+
+    rng = random.Random(5)
+    programs = [random_program(rng, rng.randint(1, 8)) for _ in range(40)]
+    for size in (32, 100):
+        at_once = render_batch(programs, size)
+        monkeypatch.setattr(renderer, "MASK_BUDGET", 0)
+        assert np.array_equal(render_batch(programs, size), at_once)
+        monkeypatch.undo()
+
+
+def test_a_big_program_at_a_big_size_renders_in_bounded_memory() -> None:
+    """2000 primitives at 1024 px: all masks at once would be 2 GB; one at a time, a few masks."""
+    import tracemalloc
+
+    rng = random.Random(3)
+    shapes = [f"(Circle {rng.choice('123')} {rng.choice('456789AB')} {rng.choice('456789AB')})" for _ in range(1000)]
+    shapes += [f"(Quad {rng.choice('6789A')} {rng.choice('6789A')} 1 2 {rng.choice('GHIJ')})" for _ in range(1000)]
+    tokens = parse(f"(- {_balanced(shapes[:1900])} {_balanced(shapes[1900:])})")
+    tracemalloc.start()
+    try:
+        mask = render(tokens, 1024)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 150 * 2**20, f"{peak / 2**20:.0f} MB"
+    assert mask.shape == (1024, 1024) and 0.05 < mask.mean() < 0.95

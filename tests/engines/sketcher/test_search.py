@@ -131,3 +131,15 @@ def test_the_gallery_shows_each_picture_once() -> None:
     assert result.renders == 7 and result.program == "(Circle 6 8 8)"  # the simplest of the equal pictures
     pictures = [render(parse(c.program)).tobytes() for c in result.best]
     assert len(pictures) == len(set(pictures)) == 2
+
+
+@pytest.mark.parametrize("seed", [10**20, -(2**63) - 1, -1, 2**31, True])
+def test_seeds_torch_cannot_take_are_refused_before_the_search(seed: int) -> None:
+    from engines.sketcher.api import SolveRequest, solve_target
+    from engines.sketcher.bench import BenchParams
+
+    with pytest.raises(EngineError, match="seed must be an integer from 0 to 2\\^31-1"):
+        solve_target(render(parse("(Circle 5 8 8)")), SolveRequest(SearchParams(budget=10, seed=seed)))
+    with pytest.raises(EngineError, match="seed"):
+        BenchParams(seed=seed).check()
+    SearchParams(seed=2**31 - 1).check()

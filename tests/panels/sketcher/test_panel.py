@@ -186,3 +186,58 @@ def test_solve_rate_plot_shows_the_shipped_curves_with_a_key(panel) -> None:
     assert "edit model" in rate.key.text() and "random mutations" in rate.key.text()
     assert rate.plot.getPlotItem().legend is None  # the key is under the plot, not over the curves
     assert "workbench sketcher bench" in rate.note.text()
+
+
+def test_ink_along_the_canvas_border_stays_ink(qapp, qtbot, panel) -> None:
+    """A frame drawn corner to corner, or a filled shape over most of the canvas, must not turn
+    into its own negative (the white paper counted as ink)."""
+    panel.tool_buttons["rectangle"].click()
+    panel.fill_box.setChecked(False)
+    _drag(qtbot, panel.canvas, (0.0, 0.0), (0.999, 0.999))
+    results = []
+    panel.runner.finished.connect(results.append)
+    panel.budget.setValue(10)
+    assert panel.convert()
+    _wait_job(qapp, panel.runner)
+    frame = results[-1].target
+    assert frame[0, 32] and frame[32, 0] and not frame[32, 32] and frame.mean() < 0.2
+    panel.canvas.clear()
+    panel.fill_box.setChecked(True)
+    _drag(qtbot, panel.canvas, (-0.1, -0.1), (1.1, 0.75))
+    assert panel.convert()
+    _wait_job(qapp, panel.runner)
+    big = results[-1].target
+    assert big[:40].all() and not big[52:].any()
+    panel.editor.setPlainText("(Quad 8 6 F C G)")  # the top three quarters: the editor's IoU agrees
+    assert wait_until(qapp, lambda: "IoU with the drawing" in panel.program_status.text(), 20)
+    iou = float(panel.program_status.text().rsplit(" ", 1)[-1])
+    assert iou > 0.9, panel.program_status.text()
+
+
+@pytest.mark.parametrize("key, value", [("budget", 99999999999999999999), ("budget", 1e40), ("beam", -3), ("brush", "wide"),
+                                        ("export_size", 1e9), ("budget", float("nan")), ("tool", ["pen"]), ("canvas_png", 7)])
+def test_a_session_value_out_of_range_is_one_message_and_changes_nothing(panel, key: str, value) -> None:
+    before = panel.state()
+    panel.restore({**before, key: value, "budget": before["budget"] + 1} if key != "budget" else {**before, key: value})
+    if key == "tool":  # an unknown tool is left as it was, like an unknown style
+        assert panel.state()["budget"] == before["budget"] + 1
+        return
+    assert panel.message.text.startswith("Could not restore the sketcher panel: "), panel.message.text
+    assert panel.state() == before
+
+
+@pytest.mark.parametrize("action_index, suffix, check", [(1, ".svg", lambda p: "<svg" in p.read_text()), (2, ".png", lambda p: p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n")])
+def test_export_dialog_writes_the_chosen_format_for_a_bare_name(qapp, tmp_path: Path, panel, action_index: int, suffix: str, check) -> None:
+    from PySide6.QtWidgets import QApplication, QFileDialog
+
+    panel.editor.setPlainText("(- (Circle 6 8 8) (Quad 8 8 2 2 H))")
+    panel.export_actions()[action_index].trigger()
+    dialogs = []
+    assert wait_until(qapp, lambda: dialogs.extend(w for w in QApplication.topLevelWidgets() if isinstance(w, QFileDialog) and w.isVisible()) or dialogs, 10)
+    dialog = dialogs[0]
+    dialog.selectFile(str(tmp_path / "drawing"))  # typed without an extension
+    dialog.accept()
+    written = tmp_path / f"drawing{suffix}"
+    assert wait_until(qapp, lambda: written.exists() and not panel.io_runner.busy, 20), list(tmp_path.iterdir())
+    assert check(written) and not (tmp_path / "drawing.txt").exists()
+    assert panel.message.text == f"Wrote {written}"
