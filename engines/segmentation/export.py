@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ def labelled_cloud(cloud: PointCloud, result: SegmentationResult) -> PointCloud:
     """The input points and colours with per-point int32 `instance` and float32 `score`."""
     if len(cloud.points) != len(result.instance):
         raise EngineError("the result does not belong to this point cloud (different point counts)")
-    return PointCloud(cloud.points, cloud.colors, result.instance.astype(np.int32), result.score.astype(np.float32))
+    return replace(cloud, instance=result.instance.astype(np.int32), score=result.score.astype(np.float32))
 
 
 def export_ply(path: Path, cloud: PointCloud, result: SegmentationResult) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,24 +28,36 @@ _PLY_TYPES = {"char": "i1", "uchar": "u1", "int8": "i1", "uint8": "u1", "short":
 
 @dataclass(frozen=True)
 class PointCloud:
-    """Points (N, 3) float32 with optional colours (uint8), instance ids (int32) and scores (float32)."""
+    """Points (N, 3) float32 with optional colours (uint8), instance ids (int32) and scores (float32).
+
+    ``origin`` is where the points' (0, 0, 0) lies in the file's coordinates. It is not zero for
+    georeferenced scans (UTM metres run to millions, where float32 keeps only half a metre): such
+    a cloud is read relative to a whole-metre corner of its box and written back at its place.
+    """
 
     points: np.ndarray
     colors: np.ndarray | None = None
     instance: np.ndarray | None = None
     score: np.ndarray | None = None
     dropped: int = 0  # non-finite points removed when reading
+    origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __len__(self) -> int:
         return len(self.points)
 
     def without_labels(self) -> "PointCloud":
         """The same cloud with no instance ids or scores: what a segmentation method may see."""
-        return PointCloud(self.points, self.colors, None, None, self.dropped)
+        return replace(self, instance=None, score=None)
 
     def subset(self, index: np.ndarray) -> "PointCloud":
         pick = lambda a: None if a is None else a[index]  # noqa: E731
-        return PointCloud(self.points[index], pick(self.colors), pick(self.instance), pick(self.score), self.dropped)
+        return replace(self, points=self.points[index], colors=pick(self.colors), instance=pick(self.instance), score=pick(self.score))
+
+    def file_points(self) -> np.ndarray:
+        """The points in the file's coordinates: float64 when the cloud was moved to its origin."""
+        if not any(self.origin):
+            return self.points
+        return self.points.astype(np.float64) + np.asarray(self.origin)
 
 
 def read_cloud(path: str | os.PathLike[str], *, max_points: int = MAX_POINTS, max_bytes: int = MAX_BYTES) -> PointCloud:
@@ -72,7 +84,19 @@ def read_cloud(path: str | os.PathLike[str], *, max_points: int = MAX_POINTS, ma
     else:
         _check_text(path)
         cloud = _read_pts(path, max_points) if suffix == ".pts" else _read_xyz(path, max_points)
-    return _finite(cloud, path.name)
+    return _localised(_finite(cloud, path.name))
+
+
+LOCAL_REACH = 1e4  # m: float32 keeps about a millimetre out to here; farther clouds are moved
+
+
+def _localised(cloud: PointCloud) -> PointCloud:
+    """The cloud in float32, moved to a whole-metre corner of its box when it lies far from zero."""
+    points = np.asarray(cloud.points, dtype=np.float64)
+    if np.abs(points).max() <= LOCAL_REACH:
+        return replace(cloud, points=points.astype(np.float32))
+    origin = np.floor(points.min(axis=0))
+    return replace(cloud, points=(points - origin).astype(np.float32), origin=tuple(float(v) for v in origin))
 
 
 def _finite(cloud: PointCloud, name: str) -> PointCloud:
@@ -80,13 +104,13 @@ def _finite(cloud: PointCloud, name: str) -> PointCloud:
         raise EngineError(f"{name} contains no points")
     ok = np.isfinite(cloud.points).all(axis=1)
     if cloud.score is not None:
-        cloud = PointCloud(cloud.points, cloud.colors, cloud.instance, np.nan_to_num(cloud.score, nan=0.0), cloud.dropped)
+        cloud = replace(cloud, score=np.nan_to_num(cloud.score, nan=0.0))
     if ok.all():
         return cloud
     if not ok.any():
         raise EngineError(f"{name} has no finite points (all {len(ok)} contain NaN or infinity)")
     kept = cloud.subset(np.flatnonzero(ok))
-    return PointCloud(kept.points, kept.colors, kept.instance, kept.score, int((~ok).sum()))
+    return replace(kept, dropped=int((~ok).sum()))
 
 
 def _header_lines(path: Path, end_marker: bytes, limit: int = 65536) -> tuple[list[str], int]:
@@ -219,7 +243,7 @@ def _read_xyz(path: Path, max_points: int) -> PointCloud:
     rows = _rows(path, 0, range(3, 64), max_points + 1)
     if len(rows) > max_points:
         raise EngineError(f"{path.name} is too large (more than {max_points:,} points)")
-    return PointCloud(rows[:, :3].astype(np.float32))
+    return PointCloud(rows[:, :3])
 
 
 def _read_pts(path: Path, max_points: int) -> PointCloud:
@@ -232,7 +256,7 @@ def _read_pts(path: Path, max_points: int) -> PointCloud:
     rows = _rows(path, 1, {3, 4, 6, 7}, count)
     _all_there(path, count, len(rows))
     colors = None if rows.shape[1] in (3, 4) else _clipped(rows[:, -3:], np.dtype(np.uint8))
-    return PointCloud(rows[:, :3].astype(np.float32), colors)
+    return PointCloud(rows[:, :3], colors)
 
 
 def _rows(path: Path, skip: int, widths: range | set[int], max_rows: int) -> np.ndarray:
@@ -271,7 +295,7 @@ def _all_there(path: Path, promised: int, rows: int) -> None:
 
 def _from_columns(path: Path, column: dict[str, tuple[np.ndarray, np.dtype]], colors: np.ndarray | None = None) -> PointCloud:
     """A cloud from parsed text columns, each with the type its header declares."""
-    points = np.stack([column[k][0] for k in "xyz"], axis=1).astype(np.float32)
+    points = np.stack([column[k][0] for k in "xyz"], axis=1)  # float64 until `_localised`
     if colors is None and {"red", "green", "blue"} <= column.keys():
         colors = _colors(np.stack([_clipped(*column[k]) for k in ("red", "green", "blue")], axis=1))
     instance = _instance(path, column["instance"][0]) if "instance" in column else None
@@ -326,7 +350,7 @@ def _read_open3d(path: Path) -> PointCloud:
         raise EngineError(f"{path.name} could not be read: {exc}") from None
     if "positions" not in pc.point or pc.point.positions.shape[0] == 0:
         raise EngineError(f"{path.name} contains no points that could be read")
-    pts = pc.point.positions.numpy().astype(np.float32).reshape(-1, 3)
+    pts = pc.point.positions.numpy().reshape(-1, 3)  # a file's doubles stay doubles until `_localised`
     colors = _colors(pc.point.colors.numpy()) if "colors" in pc.point else None
     instance = pc.point["instance"].numpy().reshape(-1).astype(np.int32) if "instance" in pc.point else None
     score = pc.point["score"].numpy().reshape(-1).astype(np.float32) if "score" in pc.point else None
@@ -375,7 +399,7 @@ def _read_npz(path: Path, max_points: int) -> PointCloud:
             want = "an N x 3" if name == "colors" else "a length-N"
             raise EngineError(f"{path.name}: '{name}' must be {want} numeric array (N = {n} points), not {arr.dtype} {arr.shape}")
     return PointCloud(
-        pts[:, :3].astype(np.float32),
+        pts[:, :3],
         _colors(extra["colors"]) if "colors" in extra else None,
         _instance(path, extra["instance"]) if "instance" in extra else None,
         extra["score"].reshape(-1).astype(np.float32) if "score" in extra else None,
@@ -383,13 +407,26 @@ def _read_npz(path: Path, max_points: int) -> PointCloud:
 
 
 def write_cloud(path: str | os.PathLike[str], cloud: PointCloud) -> Path:
-    """Write atomically; PLY/PCD keep `instance` and `score`, XYZ only points, PTS points and colours."""
+    """Write atomically; PLY/PCD keep `instance` and `score`, XYZ only points, PTS points and colours.
+
+    Points are written in the file's coordinates (see `PointCloud.origin`), as doubles when the
+    cloud was moved. The text formats are written here: Open3D's XYZ writer refuses doubles and
+    its PTS writer reads them as floats.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise EngineError(f"cannot write {path.name}: use one of {', '.join(SUFFIXES)}")
+    if suffix in (".xyz", ".pts"):
+        colored = suffix == ".pts" and cloud.colors is not None
+        rows = np.column_stack([cloud.file_points(), cloud.colors]) if colored else cloud.file_points()
+        with atomic_write(path, "w") as fh:
+            if suffix == ".pts":
+                fh.write(f"{len(rows)}\n")
+            np.savetxt(fh, rows, fmt=["%.6f"] * 3 + ["%d"] * (3 if colored else 0))
+        return path
     if suffix == ".npz":
-        arrays = {"points": cloud.points.astype(np.float32)}
+        arrays = {"points": cloud.file_points()}
         for name in ("colors", "instance", "score"):
             if getattr(cloud, name) is not None:
                 arrays[name] = getattr(cloud, name)
@@ -400,15 +437,14 @@ def write_cloud(path: str | os.PathLike[str], cloud: PointCloud) -> Path:
 
     o3d.utility.set_verbosity_level(o3d.utility.VerbosityLevel.Error)
     pc = o3d.t.geometry.PointCloud()
-    pc.point.positions = o3d.core.Tensor(np.ascontiguousarray(cloud.points, dtype=np.float32))
-    if cloud.colors is not None and suffix != ".xyz":
+    pc.point.positions = o3d.core.Tensor(np.ascontiguousarray(cloud.file_points()))
+    if cloud.colors is not None:
         pc.point.colors = o3d.core.Tensor(np.ascontiguousarray(cloud.colors, dtype=np.uint8))
-    if suffix in (".ply", ".pcd"):
-        if cloud.instance is not None:
-            pc.point["instance"] = o3d.core.Tensor(np.ascontiguousarray(cloud.instance, dtype=np.int32).reshape(-1, 1))
-        if cloud.score is not None:
-            pc.point["score"] = o3d.core.Tensor(np.ascontiguousarray(cloud.score, dtype=np.float32).reshape(-1, 1))
+    if cloud.instance is not None:
+        pc.point["instance"] = o3d.core.Tensor(np.ascontiguousarray(cloud.instance, dtype=np.int32).reshape(-1, 1))
+    if cloud.score is not None:
+        pc.point["score"] = o3d.core.Tensor(np.ascontiguousarray(cloud.score, dtype=np.float32).reshape(-1, 1))
     with atomic_path(path) as tmp:
-        if not o3d.t.io.write_point_cloud(str(tmp), pc, write_ascii=suffix in (".xyz", ".pts")):
+        if not o3d.t.io.write_point_cloud(str(tmp), pc):
             raise EngineError(f"could not write {path}")
     return path

@@ -180,9 +180,13 @@ def network(record: RunRecord, name: str) -> nn.Module:
     shape, data set or a tampered file are one sentence instead of torch's key-by-key report."""
     from .train import build_model  # train imports this module
 
+    import torch
+
     model = build_model(record.params, len(dataset_classes(record.params.data)))
     try:
         model.load_state_dict(record.state)
     except (RuntimeError, TypeError, AttributeError, ValueError, KeyError) as exc:
         raise EngineError(f"{name} is damaged: its weights do not fit the network it describes") from exc
+    if not all(bool(torch.isfinite(t).all()) for t in model.state_dict().values() if t.is_floating_point()):
+        raise EngineError(f"{name} is damaged: some of its weights are not finite numbers")  # maps would be NaN
     return model

@@ -279,3 +279,23 @@ def test_npy_renamed_to_npz_is_one_clear_error(tmp_path: Path) -> None:
         np.save(fh, np.zeros((4, 3), np.float32))
     with pytest.raises(EngineError, match=r"single NumPy array \(.npy\), not an .npz archive"):
         read_cloud(path)
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_georeferenced_clouds_keep_their_millimetres(tmp_path: Path, cloud: PointCloud, suffix: str) -> None:
+    """UTM coordinates (millions of metres) keep millimetres: float32 there would round to half a
+    metre. The cloud is read relative to a whole-metre corner and written back at its place."""
+    offset = np.array([450_123.0, 5_401_234.0, 212.0])
+    world = cloud.points.astype(np.float64) + offset
+    path = write_cloud(tmp_path / f"utm{suffix}", PointCloud(world, cloud.colors, cloud.instance, cloud.score))
+    back = read_cloud(path)
+    assert back.points.dtype == np.float32 and np.abs(back.points).max() < 10
+    assert np.all(np.asarray(back.origin) == np.floor(world.min(axis=0)))
+    assert np.abs(back.file_points() - world).max() < 1e-5
+    again = read_cloud(write_cloud(tmp_path / f"again{suffix}", back.subset(np.arange(100))))
+    assert np.abs(again.file_points() - world[:100]).max() < 1e-5
+
+
+def test_clouds_near_zero_are_not_moved(tmp_path: Path, cloud: PointCloud) -> None:
+    back = read_cloud(write_cloud(tmp_path / "c.ply", cloud))
+    assert back.origin == (0.0, 0.0, 0.0) and back.file_points() is back.points

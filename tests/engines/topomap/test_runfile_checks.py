@@ -48,6 +48,15 @@ def test_weights_that_do_not_fit_are_one_sentence(payload, tmp_path: Path, case:
             opener(path)
 
 
+def test_weights_that_are_not_finite_are_one_sentence(payload, tmp_path: Path) -> None:
+    state = dict(payload["state"])
+    state["convs.0.weight"] = torch.full_like(state["convs.0.weight"], math.nan)
+    path = tampered(payload, tmp_path, state=state)
+    for opener in (load_run, open_run):
+        with pytest.raises(EngineError, match="tampered.topomap.pt is damaged: some of its weights are not finite numbers"):
+            opener(path)
+
+
 def test_weights_for_another_data_set_do_not_fit(payload, tmp_path: Path) -> None:
     # digits weights (10 outputs) under a file that claims 8-class gratings
     path = tampered(payload, tmp_path, params={**payload["params"], "data": "gratings"})
