@@ -7,7 +7,7 @@ from .device import configure_threads, default_threads, describe_device, device,
 from .errors import Cancelled, EngineError
 from .progress import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress, scaled, throttled
 from .resources import resource_path
-from .seeding import seed_everything
+from .seeding import check_seed, seed_everything
 from .serial import from_dict, to_jsonable
 
 METHODS: tuple[str, ...] = ("segmentation", "planner", "attention", "sketcher", "topomap")
@@ -30,6 +30,7 @@ __all__ = [
     "no_progress",
     "resource_path",
     "scaled",
+    "check_seed",
     "seed_everything",
     "set_device_preference",
     "throttled",

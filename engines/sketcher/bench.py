@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, scaled
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, check_seed, no_progress, scaled
 
 from .edits import random_program
 from .language import parse
 from .polish import POLISH_AFTER
 from .render import foreground_iou, mean_iou, render
-from .search import SearchParams, SearchResult, check_seed, solve
+from .search import SearchParams, SearchResult, solve
 from .sketch import sketch_render
 from .vocab import Tokens
 

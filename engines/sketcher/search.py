@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, check_seed, no_progress
 
 from .decode import Proposer
 from .edits import Edit, count_primitives, random_program
@@ -35,13 +35,6 @@ from .vocab import CIRCLE, NUM0, QUAD, Tokens
 EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
 LOGPROB_WEIGHT = 1e-3
 SIZE_PENALTY = 4e-3  # per primitive: of two programs that look alike, keep the simpler one
-MAX_SEED = 2**31 - 1  # the range every command takes (cli/segmentation._seed); torch overflows past 2^63
-
-
-def check_seed(seed: int) -> None:
-    """Refuse a seed that Python, NumPy or torch would reject mid-run with a traceback."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {seed!r}")
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, ProgressFn, atomic_path, no_progress
+from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, ProgressFn, atomic_path, check_seed, no_progress
 
 from .batch_stream import BatchStream
 from .data import Batch, DataConfig, sample_batches
-from .search import check_seed
 
 FORMAT = "sketcher-edit-model/1"
 VALIDATION_SEED = 424242

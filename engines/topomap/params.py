@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from engines.core import EngineError
+from engines.core import EngineError, check_seed
 
 METHODS: tuple[str, ...] = ("none", "absom", "cbsom", "topoloss", "som")
 METHOD_TITLES: dict[str, str] = {
@@ -89,8 +89,7 @@ class TrainParams:
             raise EngineError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.data not in DATASETS:
             raise EngineError(f"unknown data set {self.data!r}; choose one of {', '.join(DATASETS)}")
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**31:
-            raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {self.seed!r}")
+        check_seed(self.seed)
         if not isinstance(self.epochs, int) or not 1 <= self.epochs <= 500:
             raise EngineError(f"epochs must be an integer from 1 to 500, got {self.epochs!r}")
         if not isinstance(self.batch_size, int) or not 2 <= self.batch_size <= 1024:

@@ -108,13 +108,12 @@ def cli_job(args: argparse.Namespace, label: str = "") -> Iterator[tuple[Progres
 
 def seed(value: str) -> int:
     """argparse type: a seed that NumPy, torch and Open3D (a 32-bit int) all take."""
+    from engines.core import check_seed
+
     try:
-        number = int(value)
+        return check_seed(int(value))
     except ValueError:
-        number = -1
-    if not 0 <= number < 2**31:
-        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {value!r}")
-    return number
+        raise EngineError(f"seed must be an integer from 0 to 2^31-1, got {value!r}") from None
 
 
 def existing_file(value: str) -> Path:
