@@ -7,6 +7,7 @@ and backends, because the machines this runs on are shared and noisy.
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -67,7 +68,7 @@ class BackendTiming:
     full_ms: float | None  # this backend on the full (unmasked) mask, same shapes
     speedup_vs_dense: float | None
     speedup_vs_flex: float | None
-    pct_of_ideal: float | None  # (full_ms / ms) / (1 / (1 - rho)), in percent
+    pct_of_ideal: float | None  # (full_ms / ms) / (1 / (1 - rho)), in percent; None when rho == 1 (infinite ideal)
     speedup_vs_flex_best: float | None = None  # the same ratios from the fastest repeat of each
     pct_of_ideal_best: float | None = None  # (least disturbed by other processes on a shared machine)
     samples: tuple[float, ...] = ()
@@ -193,7 +194,8 @@ def _case_result(case: _Case, stats: MaskStats, settings: TimingSettings, sample
         ts = samples[(i, backend)]
         ms = medians[backend]
         full_ms = statistics.median(samples[(full_index, backend)])
-        ideal = stats.ideal_speedup
+        # rho == 1 (every tile skipped): the ideal is infinite and a share of it is undefined, not 0%.
+        ideal = None if math.isinf(stats.ideal_speedup) else stats.ideal_speedup
         rows.append(
             BackendTiming(
                 backend=backend,
@@ -209,9 +211,9 @@ def _case_result(case: _Case, stats: MaskStats, settings: TimingSettings, sample
                 full_ms=full_ms,
                 speedup_vs_dense=medians["sdpa_dense"] / ms if "sdpa_dense" in medians else None,
                 speedup_vs_flex=medians["flex"] / ms if "flex" in medians else None,
-                pct_of_ideal=100.0 * (full_ms / ms) / ideal,
+                pct_of_ideal=None if ideal is None else 100.0 * (full_ms / ms) / ideal,
                 speedup_vs_flex_best=bests["flex"] / bests[backend] if "flex" in bests else None,
-                pct_of_ideal_best=100.0 * (min(samples[(full_index, backend)]) / bests[backend]) / ideal,
+                pct_of_ideal_best=None if ideal is None else 100.0 * (min(samples[(full_index, backend)]) / bests[backend]) / ideal,
                 samples=tuple(ts),
             )
         )

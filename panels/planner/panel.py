@@ -23,6 +23,7 @@ from engines.core import EngineError, resource_path
 from engines.planner.guidance_config import DEFAULT_WEIGHTS, TERMS
 
 from ..base import MethodPanel, PanelContext, side_scroll
+from ..session_checks import choice, flag, mapping, named, number, shown, text, whole
 from .plots import MetricPlots
 from .view import CAMERAS, LAYERS, SceneView
 
@@ -706,58 +707,33 @@ def _checked_state(state: Any) -> dict[str, Any]:
 
     Only keys present are returned, so an older session keeps the defaults for what it lacks.
     """
-    if not isinstance(state, dict):
-        raise ValueError(f"expected an object, got {type(state).__name__}")
+    mapping(state, "they")
     out: dict[str, Any] = {}
     for key in ("file", "source"):
         if state.get(key) is not None:
-            out[key] = _typed(state[key], str, key)
+            out[key] = text(state[key], key)
     for key, low, high in (("seed", 0, 1_000_000), ("samples", 1, 32), ("steps", 1, 30),
                            ("camera", 0, len(CAMERAS) - 1), ("speed", 0, len(SPEEDS) - 1)):
         if key in state:
-            value = _typed(state[key], int, key)
-            if not low <= value <= high:
-                raise ValueError(f"{key} must be {low} to {high}, got {value}")
-            out[key] = value
+            out[key] = whole(state[key], key, low, high)
     for key in ("reactive", "loop"):
         if key in state:
-            out[key] = _typed(state[key], bool, key)
+            out[key] = flag(state[key], key)
     for key, names in (("planner", PLANNER_NAMES), ("compare", COMPARE)):
         if key in state:
-            if state[key] not in names:
-                raise ValueError(f"unknown {key} {state[key]!r} (choose {', '.join(names)})")
-            out[key] = state[key]
+            out[key] = choice(state[key], key, names)
     if state.get("guidance") is not None:
-        out["guidance"] = {t: _guidance_entry(t, v) for t, v in _named(state["guidance"], "guidance", TERMS).items()}
+        out["guidance"] = {t: _guidance_entry(t, v) for t, v in named(state["guidance"], "guidance", TERMS).items()}
     if state.get("layers") is not None:
-        out["layers"] = {k: _typed(v, bool, f"layer {k!r}") for k, v in _named(state["layers"], "layers", tuple(LAYERS)).items()}
+        out["layers"] = {k: flag(v, f"layer {k!r}") for k, v in named(state["layers"], "layers", LAYERS).items()}
     return out
 
 
-def _typed(value: Any, kind: type, what: str) -> Any:
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        word = {int: "a whole number", bool: "true or false", str: "text"}[kind]
-        raise ValueError(f"{what} must be {word}, got {value!r}")
-    return value
-
-
-def _named(value: Any, what: str, names: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} must be an object keyed by name, got {value!r}")
-    unknown = sorted(set(value) - set(names))
-    if unknown:
-        raise ValueError(f"unknown {what} name(s) {', '.join(map(repr, unknown))} (known: {', '.join(names)})")
-    return value
-
-
 def _guidance_entry(term: str, value: Any) -> tuple[bool, float]:
+    """A guidance term's ``[on, weight]`` pair, as the session writes it."""
     if not (isinstance(value, list) and len(value) == 2):
-        raise ValueError(f"guidance {term!r} must be [on, weight], got {value!r}")
-    on = _typed(value[0], bool, f"guidance {term!r} on")
-    weight = value[1]
-    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or not 0.0 <= weight <= 10.0:
-        raise ValueError(f"guidance {term!r} weight must be a number from 0 to 10, got {weight!r}")
-    return on, float(weight)
+        raise ValueError(f"guidance {term!r} must be [on, weight], not {shown(value)}")
+    return flag(value[0], f"guidance {term!r} on"), number(value[1], f"guidance {term!r} weight", 0, 10)
 
 
 # Job functions (run in a worker thread) -----------------------------------------------------------

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from engines.core import EngineError, atomic_path
 
 from ..base import MethodPanel, PanelContext
+from ..session_checks import choice, flag, mapping, number, text, whole
 from . import work
 from .sidebar import COLOR_MODES, AgentReplay, MetricsView, SegmentList, ThresholdControls, ViewControls
 from .view3d import PointView
@@ -199,7 +200,7 @@ class SegmentationPanel(MethodPanel):
     def restore(self, state: dict[str, Any]) -> None:
         try:
             checked = self._checked(state)
-        except (TypeError, ValueError) as exc:
+        except ValueError as exc:
             self.show_error(f"The session's segmentation settings are invalid: {exc}")
             return
         self.method.setCurrentIndex(self.method.findData(checked["method"]))
@@ -219,43 +220,22 @@ class SegmentationPanel(MethodPanel):
                 self.show_error(f"The session's point cloud {path} no longer exists.")
 
     def _checked(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Every setting of a session checked before any is applied, so that a bad one changes nothing."""
-        def number(key: str, value: Any, whole: bool = False) -> int | float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-                raise ValueError(f"{key} must be a number, not {value!r}")
-            if whole and value != int(value):
-                raise ValueError(f"{key} must be a whole number, not {value!r}")
-            return int(value) if whole else float(value)
-
-        def flag(key: str, default: bool) -> bool:
-            value = state.get(key, default)
-            if not isinstance(value, bool):
-                raise ValueError(f"{key} must be true or false, not {value!r}")
-            return value
-
-        if not isinstance(state, dict):
-            raise TypeError(f"they must be a JSON object, not {type(state).__name__}")
-        method = state.get("method", "grabs")
-        if self.method.findData(method) < 0:
-            raise ValueError(f"unknown method {method!r}")
-        thresholds = state.get("thresholds", {})
-        if not isinstance(thresholds, dict):
-            raise ValueError(f"thresholds must be an object of name: value, not {thresholds!r}")
+        """Every setting of a session checked before any is applied, so that a bad one changes nothing.
+        Whole numbers must fit their widget: a huge one overflows Qt's int half-way through applying."""
+        mapping(state, "they")
+        methods = [self.method.itemData(i) for i in range(self.method.count())]
+        thresholds = mapping(state.get("thresholds", {}), "thresholds")
         color_mode = state.get("color_mode")
-        if color_mode is not None and color_mode not in COLOR_MODES:
-            raise ValueError(f"unknown colour mode {color_mode!r}")
-        path = state.get("path") or ""
-        if not isinstance(path, str):
-            raise ValueError(f"path must be a file name, not {path!r}")
+        size = self.controls.size
         return {
-            "method": method,
-            "anchors": number("anchors", state.get("anchors", 40), whole=True),
-            "thresholds": {k: number(k, v) for k, v in thresholds.items() if k in self.thresholds.SPECS},
-            "color_mode": color_mode,
-            "point_size": number("point_size", state.get("point_size", 3), whole=True),
-            "side_by_side": flag("side_by_side", True),
-            "link_cameras": flag("link_cameras", True),
-            "path": path,
+            "method": choice(state.get("method", "grabs"), "method", methods),
+            "anchors": whole(state.get("anchors", 40), "anchors", self.anchors.minimum(), self.anchors.maximum()),
+            "thresholds": {k: number(v, k) for k, v in thresholds.items() if k in self.thresholds.SPECS},
+            "color_mode": None if color_mode is None else choice(color_mode, "color_mode", COLOR_MODES),
+            "point_size": whole(state.get("point_size", 3), "point_size", size.minimum(), size.maximum()),
+            "side_by_side": flag(state.get("side_by_side", True), "side_by_side"),
+            "link_cameras": flag(state.get("link_cameras", True), "link_cameras"),
+            "path": text(state.get("path") or "", "path"),
         }
 
     def export_actions(self) -> list[QAction]:

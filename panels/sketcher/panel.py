@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from engines.core import resource_path
 from panels.base import MethodPanel, PanelContext
+from panels.session_checks import whole
 
 from . import FILE_SUFFIXES, TITLE
 from .canvas import TOOLS, DrawingCanvas
@@ -443,7 +444,7 @@ class SketcherPanel(MethodPanel):
         """Take a session's values, all or none: out-of-range numbers are refused with a sentence
         before any widget changes (a spin box cannot hold them, and a huge one overflows Qt's int)."""
         try:
-            numbers = {box: _spin_value(box, key, state) for box, key in (
+            numbers = {box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum()) for box, key in (
                 (self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))}
             image = None
             if state.get("canvas_png"):
@@ -469,12 +470,3 @@ class SketcherPanel(MethodPanel):
         self.preview_timer.stop()
         for runner in (self.preview_runner, self.io_runner, self.curves_runner):
             runner.cancel()
-
-
-def _spin_value(box: QSpinBox, key: str, state: dict[str, Any]) -> int:
-    """The session's value for a spin box (its current one when absent); ValueError when the box
-    cannot hold it."""
-    value = state.get(key, box.value())
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not box.minimum() <= value <= box.maximum():
-        raise ValueError(f"{key} must be a number from {box.minimum()} to {box.maximum()}, not {value!r}")
-    return int(value)

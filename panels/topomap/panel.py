@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from engines.topomap.params import TrainParams
 from engines.topomap.runfile import RUN_SUFFIX
 from panels.base import MethodPanel, PanelContext
+from panels.session_checks import choice
 
 from .views import METHOD_COLOURS, MapView, PixmapLabel, small_plot
 
@@ -108,7 +109,8 @@ class TopomapPanel(MethodPanel):
 
     def _build_controls(self) -> QWidget:
         box = QWidget()
-        box.setMinimumWidth(230)
+        # No fixed minimum width: the splitter then stops at what the layout needs (its widest row,
+        # "Open run…" beside "Open comparison…"), so no button's text is clipped at the narrowest.
         box.setMaximumWidth(300)
         col = QVBoxLayout(box)
         col.setContentsMargins(2, 2, 2, 2)
@@ -705,12 +707,9 @@ class TopomapPanel(MethodPanel):
             self.open_path(Path(run))
 
     def _apply(self, state: dict[str, Any]) -> None:
-        for combo, key in ((self.method, "method"), (self.data, "data"), (self.kind, "kind")):
+        for combo, key, names in ((self.method, "method", METHODS), (self.data, "data", DATASETS), (self.kind, "kind", dict(KINDS))):
             if key in state:
-                index = combo.findData(state[key])
-                if index < 0:
-                    raise ValueError(f"unknown {key} {state[key]!r}")
-                combo.setCurrentIndex(index)
+                combo.setCurrentIndex(combo.findData(choice(state[key], key, names)))
         if "epochs" in state:
             self.epochs.setValue(int(state["epochs"]))
         if "seed" in state:

@@ -97,3 +97,61 @@ def test_bench_checks_the_goals_it_prints() -> None:
     assert "x0.90 [x1.10] vs flex (MISSED [ok])" in lines["median_missed"]
     assert lines["median_missed"].endswith("79% [  81%] of ideal (MISSED [ok])")
     assert "flex not timed" in lines["not_sparse"] and lines["not_sparse"].endswith("(MISSED [ok])")
+
+
+def _hidden_mask(n: int = 128):
+    """A mask where no query sees any key: every tile is skipped, rho == 1, the ideal is infinite."""
+    import numpy as np
+
+    from engines.attention import make_mask
+
+    return make_mask(np.stack([np.zeros(n), np.full(n, n)], axis=1), False, n)
+
+
+def test_share_of_an_infinite_ideal_is_none_not_zero() -> None:
+    """rho = 1 once read "0% of ideal"; the share of an infinite ideal is undefined."""
+    report = time_cases([("hidden", {}, _hidden_mask())], TINY)
+    (case,) = report.cases
+    assert case.stats.rho == 1.0
+    for row in case.rows:
+        assert row.pct_of_ideal is None and row.pct_of_ideal_best is None
+        assert row.ms > 0 and row.full_ms > 0 and row.speedup_vs_dense is not None
+
+
+def test_timing_csv_leaves_the_share_of_an_infinite_ideal_empty() -> None:
+    import csv
+    import io
+
+    report = time_cases([("causal", {}, build("causal", 128)), ("hidden", {}, _hidden_mask())], TINY)
+    rows = list(csv.DictReader(io.StringIO(timing_csv(report))))
+    assert [r["mask"] for r in rows] == ["causal", "causal", "hidden", "hidden"]
+    assert all(r["pct_of_ideal"] == "" for r in rows if r["mask"] == "hidden")
+    assert all(float(r["pct_of_ideal"]) > 0 for r in rows if r["mask"] == "causal")
+
+
+def test_goals_skip_a_mask_with_every_tile_skipped() -> None:
+    """A rho = 1 mask neither meets nor misses the ideal goal: check_goals and the table cope, and
+    adding it to a report leaves every verdict as it was."""
+    report = time_cases([("causal", {}, build("causal", 128)), ("hidden", {}, _hidden_mask())], TINY)
+    case, hidden = report.cases
+    bs = case.row("blocksparse")
+
+    def made(name: str, pct: float, pct_best: float) -> CaseTiming:
+        row = replace(bs, pct_of_ideal=pct, pct_of_ideal_best=pct_best, speedup_vs_flex=1.1, speedup_vs_flex_best=1.1)
+        return replace(case, name=name, stats=replace(case.stats, rho=0.75), rows=(case.row("sdpa_dense"), row))
+
+    hidden = replace(hidden, rows=tuple(replace(r, speedup_vs_flex=1.1, speedup_vs_flex_best=1.1) for r in hidden.rows))
+    for cases in ((made("met", 81.0, 81.0),), (made("met", 81.0, 81.0), made("missed", 79.0, 81.0))):
+        without = check_goals(replace(report, cases=cases))
+        with_hidden = check_goals(replace(report, cases=(*cases, hidden)))
+        assert {k: v for k, v in with_hidden.items() if k != "masks"} == {k: v for k, v in without.items() if k != "masks"}
+        entry = with_hidden["masks"]["hidden"]
+        assert entry["rho"] == 1.0 and entry["pct_of_ideal"] is None and entry["pct_of_ideal_best"] is None
+        assert entry["ideal_ok"] is None and entry["ideal_ok_best"] is None and entry["faster_than_flex"] is True
+        table = format_table(replace(report, cases=(*cases, hidden)), with_hidden)
+        (line,) = [line for line in table.splitlines() if line.startswith("  hidden ")]
+        assert "all tiles skipped" in line and "MISSED" not in line
+    assert without["ideal_on_sparse"] is False and without["ideal_on_sparse_best"] is True
+
+    alone = check_goals(replace(report, cases=(hidden,)))
+    assert alone["ideal_on_sparse"] is None and alone["ideal_on_all"] is None and alone["faster_than_flex_on_sparse"] is True

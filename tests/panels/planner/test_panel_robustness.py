@@ -21,13 +21,20 @@ def short_episode():
 
 
 @pytest.mark.parametrize("state,needle", [
-    ({"seed": "abc"}, "seed must be a whole number, got 'abc'"),
-    ({"samples": None}, "samples must be a whole number, got None"),
-    ({"guidance": {"collision": [True]}}, "guidance 'collision' must be [on, weight]"),
-    ({"guidance": ["collision"]}, "guidance must be an object keyed by name"),
-    ({"camera": 99, "speed": 99}, "camera must be 0 to 2, got 99"),
-    ({"speed": 99}, "speed must be 0 to 4, got 99"),
-    ({"planner": "rrt"}, "unknown planner 'rrt'"),
+    ({"seed": "abc"}, "seed must be a whole number from 0 to 1000000, not 'abc'"),
+    ({"samples": None}, "samples must be a whole number from 1 to 32, not None"),
+    ({"steps": 5.0}, "steps must be a whole number from 1 to 30, not 5.0"),
+    ({"guidance": {"collision": [True]}}, "guidance 'collision' must be [on, weight], not [True]"),
+    ({"guidance": {"collision": [True, float("nan")]}}, "guidance 'collision' weight must be a number from 0 to 10, not nan"),
+    ({"guidance": {"collision": [1, 2.0]}}, "guidance 'collision' on must be true or false, not 1"),
+    ({"guidance": ["collision"]}, "guidance must be an object of name: value, not ['collision']"),
+    ({"guidance": {"colision": [True, 1.0]}}, "unknown guidance 'colision' (choose collision, drivable, speed, comfort)"),
+    ({"layers": {"lanes": "yes"}}, "layer 'lanes' must be true or false, not 'yes'"),
+    ({"camera": 99, "speed": 99}, "camera must be a whole number from 0 to 2, not 99"),
+    ({"speed": 99}, "speed must be a whole number from 0 to 4, not 99"),
+    ({"reactive": 3}, "reactive must be true or false, not 3"),
+    ({"file": 5}, "file must be text, not 5"),
+    ({"planner": "rrt"}, "unknown planner 'rrt' (choose diffusion, idm, pdm, constant_velocity, expert)"),
 ])
 def test_a_bad_session_is_one_message_and_changes_nothing(qtbot, panel_ctx, state: dict, needle: str) -> None:
     """These raised ValueError/TypeError/AttributeError, or left the combos blank without a word."""

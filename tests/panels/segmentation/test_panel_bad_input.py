@@ -41,16 +41,24 @@ def test_broken_clouds_are_one_sentence_and_keep_scene_and_status(qapp, panel, t
         assert p.scene is scene and p.status.text() == status, (name, p.status.text())
 
 
-@pytest.mark.parametrize("state", [
-    {"anchors": "many"}, {"thresholds": {"mask_threshold": "abc"}}, {"point_size": "big"}, {"thresholds": [1, 2]},
-    {"path": 5}, {"thresholds": {"mask_threshold": float("nan")}}, {"method": "magic"}, {"side_by_side": "yes"},
-    {"anchors": 7, "point_size": 5.5},
+@pytest.mark.parametrize("state, needle", [
+    ({"anchors": "many"}, "anchors must be a whole number from 1 to 128, not 'many'"),
+    ({"anchors": 10**20}, "anchors must be a whole number from 1 to 128, not 100000000000000000000"),  # overflowed Qt's int half-way
+    ({"thresholds": {"mask_threshold": "abc"}}, "mask_threshold must be a number, not 'abc'"),
+    ({"point_size": "big"}, "point_size must be a whole number from 1 to 12, not 'big'"),
+    ({"thresholds": [1, 2]}, "thresholds must be an object of name: value, not [1, 2]"),
+    ({"path": 5}, "path must be text, not 5"),
+    ({"thresholds": {"mask_threshold": float("nan")}}, "mask_threshold must be a number, not nan"),
+    ({"method": "magic"}, "unknown method 'magic' (choose grabs, grabs_ppo, dbscan)"),
+    ({"color_mode": "rainbow"}, "unknown color_mode 'rainbow' (choose instance, ground truth, score, prior residual, rgb, errors)"),
+    ({"side_by_side": "yes"}, "side_by_side must be true or false, not 'yes'"),
+    ({"anchors": 7, "point_size": 5.5}, "point_size must be a whole number from 1 to 12, not 5.5"),
 ])
-def test_restore_refuses_bad_session_values_and_changes_nothing(qapp, panel, state: dict) -> None:
+def test_restore_refuses_bad_session_values_and_changes_nothing(qapp, panel, state: dict, needle: str) -> None:
     p = panel
     before = p.state()
     p.restore(state)
-    assert p.message.text.startswith("The session's segmentation settings are invalid: "), p.message.text
+    assert p.message.text == f"The session's segmentation settings are invalid: {needle}", p.message.text
     assert p.state() == before and not p.runner.busy
 
 

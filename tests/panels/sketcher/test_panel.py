@@ -215,7 +215,7 @@ def test_ink_along_the_canvas_border_stays_ink(qapp, qtbot, panel) -> None:
 
 
 @pytest.mark.parametrize("key, value", [("budget", 99999999999999999999), ("budget", 1e40), ("beam", -3), ("brush", "wide"),
-                                        ("export_size", 1e9), ("budget", float("nan")), ("tool", ["pen"]), ("canvas_png", 7)])
+                                        ("export_size", 1e9), ("budget", float("nan")), ("beam", 2.5), ("tool", ["pen"]), ("canvas_png", 7)])
 def test_a_session_value_out_of_range_is_one_message_and_changes_nothing(panel, key: str, value) -> None:
     before = panel.state()
     panel.restore({**before, key: value, "budget": before["budget"] + 1} if key != "budget" else {**before, key: value})
@@ -223,6 +223,8 @@ def test_a_session_value_out_of_range_is_one_message_and_changes_nothing(panel, 
         assert panel.state()["budget"] == before["budget"] + 1
         return
     assert panel.message.text.startswith("Could not restore the sketcher panel: "), panel.message.text
+    if key != "canvas_png":
+        assert f"{key} must be a whole number from " in panel.message.text and panel.message.text.endswith(f", not {value!r}")
     assert panel.state() == before
 
 

@@ -210,7 +210,7 @@ def test_a_run_whose_weights_do_not_fit_is_a_panel_message(qapp, panel, tmp_path
     assert "Unexpected" not in panel.message.text
 
 
-@pytest.mark.parametrize("controls_width", [None, 0])  # as opened, and dragged to its narrowest
+@pytest.mark.parametrize("controls_width", [None, 1])  # as opened, and dragged to its narrowest (0 collapses it out of sight)
 def test_train_and_show_labels_are_never_clipped(qapp, panel, controls_width) -> None:
     from PySide6.QtWidgets import QFormLayout, QLabel, QSplitter
 
@@ -223,6 +223,22 @@ def test_train_and_show_labels_are_never_clipped(qapp, panel, controls_width) ->
     labels = [item.widget() for item in items if item is not None and isinstance(item.widget(), QLabel)]
     assert {label.text() for label in labels} >= {"Method", "Data", "Widths", "Layer", "Map"}
     clipped = [label.text() for label in labels if label.width() < label.sizeHint().width()]
+    assert not clipped, clipped
+
+
+@pytest.mark.parametrize("controls_width", [None, 1])  # as opened, and dragged to its narrowest (0 collapses it out of sight)
+def test_control_buttons_are_never_clipped(qapp, panel, controls_width) -> None:
+    """"Open comparison…" once lost its ends when the controls column was at its narrowest."""
+    from PySide6.QtWidgets import QPushButton, QSplitter
+
+    split = panel.findChild(QSplitter)
+    if controls_width is not None:
+        split.setSizes([controls_width, *split.sizes()[1:]])  # Qt raises it to the column's minimum
+        qapp.processEvents()
+        assert split.sizes()[0] == split.widget(0).width() > 1  # on screen, not collapsed
+    buttons = [b for b in split.widget(0).findChildren(QPushButton) if b.isVisible()]
+    assert {b.text() for b in buttons} >= {"Train", "Cancel", "Open run…", "Open comparison…"}
+    clipped = [b.text() for b in buttons if b.width() < b.sizeHint().width()]
     assert not clipped, clipped
 
 
