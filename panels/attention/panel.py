@@ -38,7 +38,9 @@ from PySide6.QtWidgets import (
 )
 
 from engines.attention import library
+from engines.core import EngineError
 from panels.base import MethodPanel, PanelContext, side_scroll
+from panels.session_checks import choice, flag, mapping, named, number, shown, text, whole
 
 from .vectors_model import VectorsModel
 from .views import TILE_NAMES, HeatMap, SweepPlot, VectorPlot
@@ -703,55 +705,142 @@ class AttentionPanel(MethodPanel):
         return state
 
     def restore(self, state: dict[str, Any]) -> None:
+        """Take a session's settings, all or none: every value is checked before any widget
+        changes, so a bad one is one sentence and leaves the panel as it was."""
         try:
-            self._building = True
-            self.n.setValue(int(state.get("n", 2048)))
-            preset = state.get("preset", "causal_document")
+            checked = self._checked(state)
+        except ValueError as exc:
+            self.show_error(f"Could not restore the attention panel: {exc}")
+            return
+        self._building = True
+        try:
+            self.n.setValue(checked["n"])
+            preset = checked["preset"]
             if preset in library.MASKS:
                 self.preset.setCurrentIndex(self.preset.findData(preset))
-                self._build_params(preset, state.get("params", {}))
-            compose = state.get("compose", {})
-            self.compose_on.setChecked(bool(compose.get("on", False)))
-            if compose.get("with") in library.MASKS:
-                self.compose_with.setCurrentIndex(self.compose_with.findData(compose["with"]))
-            self.compose_op.setCurrentIndex(max(0, self.compose_op.findData(compose.get("operation", "intersection"))))
-            self.tile.setValue(int(state.get("tile", 128)))
-            self.overlay.setChecked(bool(state.get("overlay", True)))
-            timing = state.get("timing", {})
+                self._build_params(preset, checked["params"])
+            self.compose_on.setChecked(checked["compose_on"])
+            if checked["compose_with"] is not None:
+                self.compose_with.setCurrentIndex(self.compose_with.findData(checked["compose_with"]))
+            self.compose_op.setCurrentIndex(self.compose_op.findData(checked["compose_operation"]))
+            self.tile.setValue(checked["tile"])
+            self.overlay.setChecked(checked["overlay"])
             for name, cb in self.backend_boxes.items():
-                cb.setChecked(name in timing.get("backends", [b for b in BACKEND_CHOICES if b != "flex"]))
-            self.heads.setValue(int(timing.get("heads", 8)))
-            self.dim.setValue(int(timing.get("dim", 64)))
-            self.repeats.setValue(int(timing.get("repeats", 3)))
-            self.live.setChecked(bool(timing.get("live", True)))
-            self.with_sweep.setChecked(bool(timing.get("sweep", True)))
-            self.source = state.get("source", "preset")
-            if self.source == "vectors" and "vectors" in state:
-                v = state["vectors"]
-                self.custom_vectors = np.asarray(v["indices"], dtype=np.int64)
-                self.custom_causal = bool(v["causal"])
-                self._custom_n_q = v.get("n_q")
+                cb.setChecked(name in checked["backends"])
+            self.heads.setValue(checked["heads"])
+            self.dim.setValue(checked["dim"])
+            self.repeats.setValue(checked["repeats"])
+            self.live.setChecked(checked["live"])
+            self.with_sweep.setChecked(checked["sweep"])
+            self.source = checked["source"]
+            if self.source == "vectors" and checked["vectors"] is not None:
+                self.custom_vectors, self.custom_causal, self._custom_n_q = checked["vectors"]
                 self.preset.setCurrentIndex(self.preset.findData("custom"))
-            elif self.source == "dense" and "painted" in state:
-                self.painted = np.asarray(state["painted"], dtype=bool)
+            elif self.source == "dense" and checked["painted"] is not None:
+                self.painted = checked["painted"]
                 self.preset.setCurrentIndex(self.preset.findData("custom"))
-            elif self.source not in ("preset", "compose"):
+            elif self.source not in ("preset", "compose"):  # its vectors or painting were too large to save
                 self.source = "preset"
-        except (TypeError, ValueError, KeyError, OverflowError) as exc:
-            problem = f"Could not restore the attention panel: {exc}"
-        else:
-            problem = ""
         finally:
             self._building = False
         self.request_analysis(keep_message=True)
-        if problem:
-            self.show_error(problem)
+
+    def _checked(self, state: Any) -> dict[str, Any]:
+        """Every setting of a session checked against the widgets' own ranges and choices (and the
+        mask's parameters, vectors and painting against the engine's rules) before any is applied;
+        ValueError names the first bad one. A missing key takes its default, as it always has."""
+        mapping(state, "its settings")
+        n = whole(state.get("n", 2048), "n", self.n.minimum(), self.n.maximum())
+        preset = choice(state.get("preset", "causal_document"), "preset", [*library.MASKS, "custom"])
+        params = mapping(state.get("params", {}), "params")
+        if preset in library.MASKS:
+            params = _checked_params(preset, n, params)
+        compose = named(state.get("compose", {}), "compose", ("on", "with", "operation"))
+        timing = named(state.get("timing", {}), "timing", ("backends", "heads", "dim", "repeats", "live", "sweep"))
+        backends = timing.get("backends", [b for b in BACKEND_CHOICES if b != "flex"])
+        if not isinstance(backends, list):
+            raise ValueError(f"timing backends must be a list of {', '.join(BACKEND_CHOICES)}, not {shown(backends)}")
+        checked = {
+            "n": n,
+            "preset": preset,
+            "params": params,
+            "compose_on": flag(compose.get("on", False), "compose on"),
+            "compose_with": None if compose.get("with") is None else choice(compose["with"], "compose with", library.MASKS),
+            "compose_operation": choice(compose.get("operation", "intersection"), "compose operation",
+                                        [self.compose_op.itemData(i) for i in range(self.compose_op.count())]),
+            "tile": whole(state.get("tile", 128), "tile", self.tile.minimum(), self.tile.maximum()),
+            "overlay": flag(state.get("overlay", True), "overlay"),
+            "backends": [choice(b, "timing backend", BACKEND_CHOICES) for b in backends],
+            "live": flag(timing.get("live", True), "timing live"),
+            "sweep": flag(timing.get("sweep", True), "timing sweep"),
+            "source": choice(state.get("source", "preset"), "source", ("preset", "compose", "vectors", "dense")),
+            "vectors": None if "vectors" not in state else _checked_vectors(state["vectors"]),
+            "painted": None if "painted" not in state else _checked_painting(state["painted"]),
+        }
+        for box, key, default in ((self.heads, "heads", 8), (self.dim, "dim", 64), (self.repeats, "repeats", 3)):
+            checked[key] = whole(timing.get(key, default), f"timing {key}", box.minimum(), box.maximum())
+        return checked
 
     def shutdown(self) -> None:
         for timer in (self.first_view_timer, self.analysis_timer, self.timing_timer):
             timer.stop()
         self.analysis.cancel()
         self.exporter.cancel()
+
+
+def _checked_params(preset: str, n: int, params: dict[str, Any]) -> dict[str, Any]:
+    """A preset's parameters from a session: each known to the preset and of its widget's kind and
+    range, then checked together by the engine (a token count within N, sizes that parse)."""
+    spec = library.MASKS[preset]
+    kinds = {p.name: p for p in spec.params}
+    out: dict[str, Any] = {}
+    for name, value in params.items():
+        p = kinds[choice(name, f"{preset} parameter", kinds)]
+        key = f"parameter {name}"
+        if p.kind == "int":
+            out[name] = whole(value, key, int(p.minimum), int(p.maximum) if p.maximum is not None else library.MAX_N)
+        elif p.kind == "float":
+            out[name] = number(value, key, float(p.minimum), float(p.maximum) if p.maximum is not None else 1e9)
+        else:
+            out[name] = text(value, key)
+    try:
+        library.resolve_params(preset, n, out)
+    except EngineError as exc:
+        raise ValueError(str(exc)) from None
+    return out
+
+
+def _checked_vectors(value: Any) -> tuple[np.ndarray, bool, int | None]:
+    """Custom vectors from a session, as ``(indices, causal, n_q)``, validated as the engine does."""
+    from engines.attention.representation import make_mask
+
+    vectors = named(value, "vectors", ("indices", "causal", "n_q"))
+    if "indices" not in vectors or "causal" not in vectors:
+        raise ValueError(f"vectors must give indices and causal, not {shown(value)}")
+    causal = flag(vectors["causal"], "vectors causal")
+    n_q = vectors.get("n_q")
+    if n_q is not None:
+        n_q = whole(n_q, "vectors n_q", 1, library.MAX_N)
+    try:
+        indices = np.asarray(vectors["indices"])
+        make_mask(indices, causal, n_q)
+        return indices.astype(np.int64), causal, n_q
+    except (EngineError, ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"vectors are not FlashMask vectors: {exc}") from None
+
+
+def _checked_painting(value: Any) -> np.ndarray:
+    """A painted mask from a session (rows of 0/1), validated as the engine does."""
+    from engines.attention.dense import from_dense
+
+    try:
+        painted = np.asarray(value)
+        if painted.ndim != 2:
+            raise EngineError(f"it must be rows of 0/1, not an array of shape {list(painted.shape)}")
+        from_dense(painted)
+        return painted.astype(bool)
+    except (EngineError, ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"painted is not a mask: {exc}") from None
 
 
 def _single_shot(parent, ms: int, slot) -> QTimer:

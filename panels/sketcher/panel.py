@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from engines.core import resource_path
 from panels.base import MethodPanel, PanelContext
-from panels.session_checks import whole
+from panels.session_checks import choice, flag, mapping, text, whole
 
 from . import FILE_SUFFIXES, TITLE
 from .canvas import TOOLS, DrawingCanvas
@@ -441,32 +441,60 @@ class SketcherPanel(MethodPanel):
         }
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Take a session's values, all or none: out-of-range numbers are refused with a sentence
-        before any widget changes (a spin box cannot hold them, and a huge one overflows Qt's int)."""
+        """Take a session's values, all or none: every value is checked before any widget changes,
+        so a bad one is one sentence and leaves the panel as it was (a spin box cannot hold an
+        out-of-range number, and a huge one overflows Qt's int)."""
         try:
-            numbers = {box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum()) for box, key in (
-                (self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))}
-            image = None
-            if state.get("canvas_png"):
-                image = QImage.fromData(QByteArray(base64.b64decode(state["canvas_png"])), "PNG")
-        except (TypeError, ValueError) as exc:
+            checked = self._checked(state)
+        except ValueError as exc:
             self.show_error(f"Could not restore the sketcher panel: {exc}")
             return
-        for box, value in numbers.items():
+        for box, value in checked["numbers"].items():
             box.setValue(value)
-        self.fill_box.setChecked(bool(state.get("fill", True)))
+        self.fill_box.setChecked(checked["fill"])
         for combo, key in ((self.style, "style"), (self.proposer, "proposer")):
-            index = combo.findData(state.get(key))
-            if index >= 0:
-                combo.setCurrentIndex(index)
-        tool = state.get("tool")
-        if isinstance(tool, str) and tool in self.tool_buttons:
-            self.tool_buttons[tool].setChecked(True)
-        if image is not None and not image.isNull():
-            self.canvas.set_image(image)
-        self.editor.setPlainText(str(state.get("program", "")))
+            if key in checked:
+                combo.setCurrentIndex(combo.findData(checked[key]))
+        if "tool" in checked:
+            self.tool_buttons[checked["tool"]].setChecked(True)
+        if checked["image"] is not None:
+            self.canvas.set_image(checked["image"])
+        self.editor.setPlainText(checked["program"])
+
+    def _checked(self, state: Any) -> dict[str, Any]:
+        """The session's values checked against the widgets' own ranges and choices; ValueError
+        names the first bad one. A missing number, style, proposer, tool or drawing keeps the
+        panel's; a missing fill or program takes the default, as it always has."""
+        mapping(state, "its settings")
+        checked: dict[str, Any] = {
+            "numbers": {box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum()) for box, key in (
+                (self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))},
+            "fill": flag(state.get("fill", True), "fill"),
+            "program": text(state.get("program", ""), "program"),
+            "image": None,
+        }
+        for combo, key in ((self.style, "style"), (self.proposer, "proposer")):
+            if key in state:
+                checked[key] = choice(state[key], key, [combo.itemData(i) for i in range(combo.count())])
+        if "tool" in state:
+            checked["tool"] = choice(state["tool"], "tool", list(self.tool_buttons))
+        if state.get("canvas_png"):
+            checked["image"] = _session_image(text(state["canvas_png"], "canvas_png"))
+        return checked
 
     def shutdown(self) -> None:
         self.preview_timer.stop()
         for runner in (self.preview_runner, self.io_runner, self.curves_runner):
             runner.cancel()
+
+
+def _session_image(encoded: str) -> QImage:
+    """The drawing a session keeps as base64 PNG text; ValueError when it is not one."""
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except ValueError:  # binascii.Error
+        raise ValueError("canvas_png is not base64 text") from None
+    image = QImage.fromData(QByteArray(data), "PNG")
+    if image.isNull():
+        raise ValueError("canvas_png is not a PNG image")
+    return image

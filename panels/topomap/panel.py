@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 from engines.topomap.params import TrainParams
 from engines.topomap.runfile import RUN_SUFFIX
 from panels.base import MethodPanel, PanelContext
-from panels.session_checks import choice
+from panels.session_checks import choice, flag, mapping, number, text, whole
 
 from .views import METHOD_COLOURS, MapView, PixmapLabel, small_plot
 
@@ -78,6 +78,9 @@ class TopomapPanel(MethodPanel):
         self.live_history: tuple = ()
         self.live_epochs = 0
         self.selected: int | None = None
+        # A session's layer and class, chosen once a run's layers and classes are known.
+        self._wanted_layer: str | None = None
+        self._wanted_class: int | None = None
         self.exporter = ctx.jobs.runner("topomap-export")
         self.exporter.failed.connect(self.show_error)
         self.exporter.finished.connect(lambda text: self.show_info(str(text)))
@@ -412,11 +415,12 @@ class TopomapPanel(MethodPanel):
             self.layer.blockSignals(True)
             self.layer.clear()
             self.layer.addItems(layers)
-            wanted = self._wanted_layer if getattr(self, "_wanted_layer", None) in layers else current
+            wanted = self._wanted_layer if self._wanted_layer in layers else current
             self.layer.setCurrentIndex(layers.index(wanted) if wanted in layers else len(layers) - 1)
             self.layer.blockSignals(False)
         if classes:
-            current_class = self.klass.currentIndex()
+            current_class = self.klass.currentIndex() if self._wanted_class is None else self._wanted_class
+            self._wanted_class = None
             self.klass.blockSignals(True)
             self.klass.clear()
             self.klass.addItems(classes)
@@ -697,34 +701,69 @@ class TopomapPanel(MethodPanel):
         }
 
     def restore(self, state: dict[str, Any]) -> None:
+        """Take a session's settings, all or none: every value is checked before any widget
+        changes, so a bad one is one sentence and leaves the panel (and its run) as it was."""
         try:
-            self._apply(state)
-        except (TypeError, ValueError) as exc:
+            checked = self._checked(state)
+        except ValueError as exc:
             self.show_error(f"The session's topomap settings are invalid: {exc}")
             return
-        run = state.get("run")
-        if run:
-            self.open_path(Path(run))
+        self._apply(checked)
+        if checked.get("run"):
+            self.open_path(Path(checked["run"]))
 
-    def _apply(self, state: dict[str, Any]) -> None:
-        for combo, key, names in ((self.method, "method", METHODS), (self.data, "data", DATASETS), (self.kind, "kind", dict(KINDS))):
+    def _checked(self, state: Any) -> dict[str, Any]:
+        """The session's settings checked against the widgets' own ranges and choices; ValueError
+        names the first bad one. Only keys present are returned (an older session keeps what it lacks)."""
+        mapping(state, "they")
+        out: dict[str, Any] = {}
+        for key, names in (("method", METHODS), ("data", DATASETS), ("kind", dict(KINDS))):
             if key in state:
-                combo.setCurrentIndex(combo.findData(choice(state[key], key, names)))
-        if "epochs" in state:
-            self.epochs.setValue(int(state["epochs"]))
-        if "seed" in state:
-            self.seed.setValue(int(state["seed"]))
-        if "widths" in state:
-            self.widths.setText(str(state["widths"]))
-        if "alpha0" in state:
-            self.alpha0.setValue(float(state["alpha0"]))
-        if "tau" in state:
-            self.tau.setValue(float(state["tau"]))
+                out[key] = choice(state[key], key, names)
+        for box, key in ((self.epochs, "epochs"), (self.seed, "seed")):
+            if key in state:
+                out[key] = whole(state[key], key, box.minimum(), box.maximum())
+        for box, key in ((self.alpha0, "alpha0"), (self.tau, "tau")):
+            if key in state:
+                out[key] = number(state[key], key, box.minimum(), box.maximum())
+        if "widths" in state:  # any text, as typed in its field: Train checks it, with one sentence
+            out["widths"] = text(state["widths"], "widths")
         if "pinwheels" in state:
-            self.show_pinwheels.setChecked(bool(state["pinwheels"]))
-        self._wanted_layer = state.get("layer")
-        if "class" in state and 0 <= int(state["class"]) < self.klass.count():
-            self.klass.setCurrentIndex(int(state["class"]))
+            out["pinwheels"] = flag(state["pinwheels"], "pinwheels")
+        for key in ("layer", "run"):  # None: no layer chosen, no run shown when it was saved
+            if state.get(key) is not None:
+                out[key] = text(state[key], key)
+        if "class" in state and not (type(state["class"]) is int and state["class"] == -1):  # -1: no classes shown when saved
+            out["class"] = whole(state["class"], "class", 0, self._last_class(run_named="run" in out))
+        return out
+
+    def _last_class(self, run_named: bool) -> int:
+        """The highest class index a session may name: the shown run's last class, or, when the
+        session opens a run of its own (its classes unknown until it loads), any data set's."""
+        if self.klass.count() and not run_named:
+            return self.klass.count() - 1
+        from engines.topomap.data import dataset_classes
+
+        return max(len(dataset_classes(name)) for name in DATASETS) - 1
+
+    def _apply(self, checked: dict[str, Any]) -> None:
+        """Apply settings that ``_checked`` accepted."""
+        for combo, key in ((self.method, "method"), (self.data, "data"), (self.kind, "kind")):
+            if key in checked:
+                combo.setCurrentIndex(combo.findData(checked[key]))
+        for box, key in ((self.epochs, "epochs"), (self.seed, "seed"), (self.alpha0, "alpha0"), (self.tau, "tau")):
+            if key in checked:
+                box.setValue(checked[key])
+        if "widths" in checked:
+            self.widths.setText(checked["widths"])
+        if "pinwheels" in checked:
+            self.show_pinwheels.setChecked(checked["pinwheels"])
+        self._wanted_layer = checked.get("layer")
+        if "class" in checked:
+            if "run" in checked or checked["class"] >= self.klass.count():
+                self._wanted_class = checked["class"]  # chosen when the run's classes are known
+            else:
+                self.klass.setCurrentIndex(checked["class"])
 
     def _save_choices(self) -> None:
         settings = self.ctx.settings

@@ -273,3 +273,72 @@ def test_a_session_error_is_not_wiped_by_the_analysis_restore_starts(qapp, panel
     assert "Could not restore the attention panel" in panel.message.text
     assert _analysed(qapp, panel)
     assert "Could not restore the attention panel" in panel.message.text
+
+
+VALID_SESSION = {
+    "source": "preset", "preset": "sliding_window", "n": 1024, "params": {"window": 100},
+    "compose": {"on": False, "with": "causal", "operation": "union"}, "tile": 64, "overlay": False,
+    "timing": {"backends": ["flex", "blocksparse"], "heads": 4, "dim": 32, "repeats": 5, "live": False, "sweep": False},
+}
+
+
+def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
+    panel.restore(VALID_SESSION)
+    assert _analysed(qapp, panel)
+    assert panel.view.name == "sliding_window" and panel.view.params["window"] == 100 and panel.view.mask.n_q == 1024
+    assert panel.view.stats.block_q == 64 and not panel.overlay.isChecked()
+    assert panel.compose_with.currentData() == "causal" and panel.compose_op.currentData() == "union"
+    assert [n for n, cb in panel.backend_boxes.items() if cb.isChecked()] == ["flex", "blocksparse"]
+    assert (panel.heads.value(), panel.dim.value(), panel.repeats.value()) == (4, 32, 5)
+    assert not panel.live.isChecked() and not panel.with_sweep.isChecked()
+    assert {k: v for k, v in panel.state().items() if k in VALID_SESSION} == VALID_SESSION
+    before = panel.state()
+    panel.restore({**before, "n": 512, "overlay": "false"})  # a good change, then a bad value
+    assert panel.state() == before
+    assert panel.message.text == "Could not restore the attention panel: overlay must be true or false, not 'false'"
+    assert _analysed(qapp, panel) and panel.view.mask.n_q == 1024
+
+
+@pytest.mark.parametrize("bad, said", [
+    ({"n": 12.7}, "n must be a whole number from 1 to 1048576, not 12.7"),
+    ({"n": "12"}, "n must be a whole number from 1 to 1048576, not '12'"),
+    ({"n": 10**30}, "n must be a whole number from 1 to 1048576, not 1"),
+    ({"overlay": "false"}, "overlay must be true or false, not 'false'"),
+    ({"tile": 5000}, "tile must be a whole number from 1 to 4096, not 5000"),
+    ({"preset": "nonsense"}, "unknown preset 'nonsense'"),
+    ({"source": "elsewhere"}, "unknown source 'elsewhere'"),
+    ({"params": {"docs": 5}}, "parameter docs must be text, not 5"),
+    ({"params": {"docs": "1, -2"}}, "docs"),
+    ({"params": {"window": 3}}, "unknown causal_document parameter 'window'"),
+    ({"params": "docs"}, "params must be an object"),
+    ({"preset": "sliding_window", "params": {"window": 2.5}}, "parameter window must be a whole number"),
+    ({"compose": {"on": "yes"}}, "compose on must be true or false, not 'yes'"),
+    ({"compose": {"with": "nope"}}, "unknown compose with 'nope'"),
+    ({"compose": {"operation": "xor"}}, "unknown compose operation 'xor' (choose intersection, union)"),
+    ({"compose": [1]}, "compose must be an object"),
+    ({"timing": {"heads": 0}}, "timing heads must be a whole number from 1 to 64, not 0"),
+    ({"timing": {"repeats": 3.0}}, "timing repeats must be a whole number from 1 to 50, not 3.0"),
+    ({"timing": {"backends": ["cuda"]}}, "unknown timing backend 'cuda'"),
+    ({"timing": {"backends": "flex"}}, "timing backends must be a list"),
+    ({"timing": {"live": "no"}}, "timing live must be true or false, not 'no'"),
+    ({"source": "vectors", "vectors": {"indices": [[1, 2], [3]], "causal": False}}, "vectors"),
+    ({"source": "vectors", "vectors": {"indices": [[0], [0]], "causal": "false"}}, "vectors causal must be true or false"),
+    ({"source": "vectors", "vectors": {"indices": [[5], [5]], "causal": True}}, "vectors"),
+    ({"source": "dense", "painted": [[1, 2], [0, 1]]}, "painted"),
+])
+def test_a_bad_session_value_is_one_sentence_and_changes_nothing(qapp, panel, bad: dict, said: str) -> None:
+    """Each case also carries a good change (N or the tile size): it must not be applied either."""
+    before = panel.state()
+    good = {"tile": 64} if "n" in bad else {"n": 1024}
+    panel.restore({**before, **good, **bad})
+    assert panel.message.text.startswith("Could not restore the attention panel: "), panel.message.text
+    assert said in panel.message.text, panel.message.text
+    assert panel.state() == before
+    assert _analysed(qapp, panel) and panel.view.mask.n_q == 2048 and panel.view.stats.block_q == 128
+
+
+def test_a_session_that_is_not_an_object_is_one_sentence(qapp, panel) -> None:
+    before = panel.state()
+    panel.restore(["n", 1024])
+    assert panel.message.text == "Could not restore the attention panel: its settings must be an object of name: value, not ['n', 1024]"
+    assert panel.state() == before

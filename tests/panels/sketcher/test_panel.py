@@ -215,13 +215,10 @@ def test_ink_along_the_canvas_border_stays_ink(qapp, qtbot, panel) -> None:
 
 
 @pytest.mark.parametrize("key, value", [("budget", 99999999999999999999), ("budget", 1e40), ("beam", -3), ("brush", "wide"),
-                                        ("export_size", 1e9), ("budget", float("nan")), ("beam", 2.5), ("tool", ["pen"]), ("canvas_png", 7)])
+                                        ("export_size", 1e9), ("budget", float("nan")), ("beam", 2.5), ("canvas_png", 7)])
 def test_a_session_value_out_of_range_is_one_message_and_changes_nothing(panel, key: str, value) -> None:
     before = panel.state()
     panel.restore({**before, key: value, "budget": before["budget"] + 1} if key != "budget" else {**before, key: value})
-    if key == "tool":  # an unknown tool is left as it was, like an unknown style
-        assert panel.state()["budget"] == before["budget"] + 1
-        return
     assert panel.message.text.startswith("Could not restore the sketcher panel: "), panel.message.text
     if key != "canvas_png":
         assert f"{key} must be a whole number from " in panel.message.text and panel.message.text.endswith(f", not {value!r}")
@@ -243,3 +240,49 @@ def test_export_dialog_writes_the_chosen_format_for_a_bare_name(qapp, tmp_path: 
     assert wait_until(qapp, lambda: written.exists() and not panel.io_runner.busy, 20), list(tmp_path.iterdir())
     assert check(written) and not (tmp_path / "drawing.txt").exists()
     assert panel.message.text == f"Wrote {written}"
+
+
+def test_a_session_applies_every_setting_or_none(panel) -> None:
+    valid = {"budget": 777, "beam": 4, "style": "filled", "proposer": "random", "tool": "line", "brush": 20, "fill": False,
+             "export_size": 256, "program": "(Circle 3 4 5)"}
+    before = panel.state()
+    panel.restore(valid)
+    assert panel.state() == {**before, **valid}
+    assert panel.canvas.tool == "line" and not panel.canvas.fill and panel.canvas.brush == 20
+    changed = panel.state()
+    panel.restore({**changed, "budget": 999, "style": "watercolour"})  # a good change, then a bad value
+    assert panel.state() == changed
+    assert panel.message.text == "Could not restore the sketcher panel: unknown style 'watercolour' (choose auto, filled, sketch)"
+
+
+def _png_base64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("fill", "false", "fill must be true or false, not 'false'"),
+    ("fill", 0, "fill must be true or false, not 0"),
+    ("style", "watercolour", "unknown style 'watercolour' (choose auto, filled, sketch)"),
+    ("style", None, "unknown style None (choose auto, filled, sketch)"),
+    ("proposer", "oracle", "unknown proposer 'oracle' (choose model, random)"),
+    ("tool", "spray", "unknown tool 'spray' (choose pen, eraser, line, rectangle, ellipse)"),
+    ("tool", ["pen"], "unknown tool ['pen'] (choose pen, eraser, line, rectangle, ellipse)"),
+    ("program", 42, "program must be text, not 42"),
+    ("canvas_png", _png_base64(b"not a png"), "canvas_png is not a PNG image"),
+    ("canvas_png", "@@@@", "canvas_png is not base64 text"),
+])
+def test_a_bad_session_choice_is_one_sentence_and_changes_nothing(panel, key: str, value, said: str) -> None:
+    """Each case also carries a good change of the budget: it must not be applied either."""
+    before = panel.state()
+    panel.restore({**before, "budget": before["budget"] + 1, key: value})
+    assert panel.message.text == f"Could not restore the sketcher panel: {said}", panel.message.text
+    assert panel.state() == before
+
+
+def test_a_session_that_is_not_an_object_is_one_sentence(panel) -> None:
+    before = panel.state()
+    panel.restore(["budget", 777])
+    assert panel.message.text == "Could not restore the sketcher panel: its settings must be an object of name: value, not ['budget', 777]"
+    assert panel.state() == before

@@ -262,3 +262,62 @@ def test_every_class_name_of_the_unit_bar_chart_has_a_row_of_its_own(qapp, panel
     pitch = min(b - a for a, b in zip(rows, rows[1:]))
     assert pitch >= QFontMetrics(panel.class_plot.getAxis("left").font()).height() * 0.8  # the axis draws at 0.8 line height
     assert any(isinstance(item, pg.BarGraphItem) for item in panel.class_plot.getPlotItem().items)
+
+
+VALID_SESSION = {"method": "topoloss", "data": "shapes", "epochs": 12, "seed": 7, "widths": "16,36", "alpha0": 0.2, "tau": 2.5,
+                 "kind": "dprime", "class": 3, "pinwheels": False}
+
+
+def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
+    assert panel.klass.count() > 3  # the example run's classes
+    before = panel.state()
+    panel.restore(VALID_SESSION)
+    assert panel.state() == {**before, **VALID_SESSION}
+    assert not panel.runner.busy  # no run named: nothing to open
+    changed = {k: v for k, v in panel.state().items() if k != "run"}
+    panel.restore({**changed, "method": "som", "kind": "bogus"})  # a good change, then a bad value
+    assert panel.state() == {**changed, "run": before["run"]}
+    assert panel.message.text.startswith("The session's topomap settings are invalid: unknown kind 'bogus'"), panel.message.text
+
+
+@pytest.mark.parametrize("bad, said", [
+    ({"epochs": 12.7}, "epochs must be a whole number from 1 to 500, not 12.7"),
+    ({"epochs": "12"}, "epochs must be a whole number from 1 to 500, not '12'"),
+    ({"epochs": 10**30}, "epochs must be a whole number from 1 to 500, not 1"),
+    ({"seed": "7"}, "seed must be a whole number from 0 to 1000000, not '7'"),
+    ({"seed": True}, "seed must be a whole number from 0 to 1000000, not True"),
+    ({"alpha0": "0.2"}, "alpha0 must be a number from 0.001 to 1.0, not '0.2'"),
+    ({"tau": float("inf")}, "tau must be a number from 0.0 to 100.0, not inf"),
+    ({"pinwheels": "false"}, "pinwheels must be true or false, not 'false'"),
+    ({"class": 99}, "class must be a whole number from 0 to 9, not 99"),
+    ({"class": "3"}, "class must be a whole number from 0 to 9, not '3'"),
+    ({"widths": 1636}, "widths must be text, not 1636"),
+    ({"layer": 3}, "layer must be text, not 3"),
+    ({"run": 5}, "run must be text, not 5"),
+])
+def test_a_bad_session_value_is_one_sentence_and_changes_nothing(panel, bad: dict, said: str) -> None:
+    """Each case also carries a good change of method (applied first until now): it must not be applied either."""
+    before = panel.state()
+    panel.restore({**{k: v for k, v in before.items() if k != "run"}, "method": "som", **bad})
+    assert panel.message.text.startswith(f"The session's topomap settings are invalid: {said}"), panel.message.text
+    assert panel.state() == before
+    assert not panel.runner.busy
+
+
+def test_a_session_that_is_not_an_object_is_one_sentence(panel) -> None:
+    before = panel.state()
+    panel.restore(["epochs", 12])
+    assert panel.message.text == "The session's topomap settings are invalid: they must be an object of name: value, not ['epochs', 12]"
+    assert panel.state() == before
+
+
+def test_a_session_that_opens_a_run_shows_its_class(qapp, panel) -> None:
+    """The class list is filled only once the session's run has loaded: the saved class must still win."""
+    from engines.core import resource_path
+
+    run = str(resource_path("topomap", "cbsom-gratings.topomap.pt"))
+    panel.restore({"run": run, "kind": "dprime", "class": 5})
+    assert finish(qapp, panel) == ["finished"]
+    assert panel.klass.count() > 5
+    assert panel.klass.currentIndex() == 5
+    assert panel.state()["class"] == 5
