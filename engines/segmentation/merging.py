@@ -11,7 +11,10 @@ the pair worse than either alone, or it finds each of them): two shelves side by
 it like one wider shelf, so that last rule is what keeps them apart. The rule holds for whole
 groups too: the unions the prior fits best are joined first, and no join makes one segment of
 two pieces the prior finds alone (a strip across the seam of two shelves would otherwise chain
-them). Only the points and the prior are read.
+them). Nor is a piece joined to one that lies straight above or below most of it: the agent's
+cylinders are vertical, so the pieces it finds of one object stand side by side, while a chair
+pushed under a table is a piece beneath the table's top (the prior takes the pair for one
+table). Only the points and the prior are read.
 """
 from __future__ import annotations
 
@@ -29,10 +32,15 @@ class MergeParams:
     contacts: int = 5  # ... at this many points of one of them
     coverage: float = 0.85  # the union's mask must keep this share of the union's points
     join_found: bool = False  # also join (directly or through other pieces) two pieces the prior finds alone
+    stacked: float = 0.7  # no join when this share of one piece's points lies above or below the other's (1 = off)
+    column: float = 0.06  # ... within this horizontal distance (m)
+    rise: float = 0.08  # ... and at least this much higher or lower (m)
 
     def __post_init__(self) -> None:
         if self.link <= 0 or self.contacts < 1 or not 0 < self.coverage <= 1:
             raise ValueError("merge link must be positive, contacts at least 1 and coverage in (0, 1]")
+        if not 0 < self.stacked <= 1 or self.column <= 0 or self.rise <= 0:
+            raise ValueError("merge stacked share must be in (0, 1], column and rise positive")
 
 
 def touching_pairs(points: np.ndarray, instance: np.ndarray, params: MergeParams) -> list[tuple[int, int]]:
@@ -51,6 +59,23 @@ def touching_pairs(points: np.ndarray, instance: np.ndarray, params: MergeParams
         counts = np.bincount(hits, minlength=int(labels.max()) + 1)
         pairs.update((int(k), int(j)) for j in np.flatnonzero(counts >= params.contacts) if j > k)
     return sorted(pairs)
+
+
+def stacked_share(a: np.ndarray, b: np.ndarray, column: float, rise: float, neighbours: int = 32) -> float:
+    """The larger share, over the two pieces, of a piece's points that have a point of the other
+    within ``column`` horizontally and ``rise`` or more above or below: 1 for a seat under a table
+    top (whether or not a pedestal's foot lies under it too), near 0 for two pieces side by side."""
+    from scipy.spatial import cKDTree
+
+    share = 0.0
+    for p, q in ((a, b), (b, a)):
+        k = min(neighbours, len(q))
+        dist, idx = cKDTree(q[:, :2]).query(p[:, :2], k=k, distance_upper_bound=column)
+        dist, idx = dist.reshape(len(p), k), idx.reshape(len(p), k)
+        near = np.isfinite(dist)
+        dz = np.abs(q[np.where(near, idx, 0), 2] - p[:, 2:3])
+        share = max(share, float(np.mean((near & (dz >= rise)).any(axis=1))))
+    return share
 
 
 def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, params: MergeParams, reward: RewardParams,
@@ -77,7 +102,8 @@ def merge_parts(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarr
 
     found_in = {k: int(s.found(reward)) for k, s in zip(ids, scores)}  # per group root: how many pieces the prior finds alone
     joins = [(s.distance, a, b) for (a, b), s in zip(pairs, scores[len(ids):])
-             if len(s.mask) >= params.coverage * len(s.scored) and s.found(reward) and s.distance <= max(alone[a], alone[b])]
+             if len(s.mask) >= params.coverage * len(s.scored) and s.found(reward) and s.distance <= max(alone[a], alone[b])
+             and (params.stacked >= 1 or stacked_share(points[instance == a], points[instance == b], params.column, params.rise) < params.stacked)]
     for _, a, b in sorted(joins):  # the unions the prior fits best first
         ra, rb = root(a), root(b)
         if ra == rb or (not params.join_found and found_in[ra] + found_in[rb] > 1):
