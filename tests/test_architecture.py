@@ -62,3 +62,13 @@ def test_method_names_are_one_vocabulary() -> None:
     for name in METHODS:
         assert (ROOT / "engines" / name / "__init__.py").exists(), f"engines/{name} missing"
         assert (ROOT / "panels" / name / "__init__.py").exists(), f"panels/{name} missing"
+
+
+def test_open3d_is_imported_only_through_the_locked_import() -> None:
+    """Two threads importing open3d at once can get a half-initialised pydantic (engines/core/imports.py)."""
+    import re
+
+    bare = re.compile(r"^\s*(import open3d|from open3d)", re.M)
+    offenders = [str(p.relative_to(ROOT)) for folder in ("engines", "panels", "workbench") for p in (ROOT / folder).rglob("*.py")
+                 if p.name != "imports.py" and bare.search(p.read_text())]
+    assert offenders == [], f"import open3d through engines.core.imports.open3d(): {offenders}"

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, scaled
+from engines.core.imports import open3d
 
 from .agent import AgentParams, Trajectory, enclosing_cylinder, run_agent
 from .masks import DedupParams, deduplicate, drop_small_segments, grow_segments, labels_from_masks
@@ -279,7 +280,7 @@ def _refit(prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: lis
 
 
 def _dbscan(points: np.ndarray, params: DbscanParams, min_points: int) -> tuple[np.ndarray, np.ndarray]:
-    import open3d as o3d
+    o3d = open3d()
 
     n = len(points)
     instance = np.zeros(n, np.int32)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engines.core.imports import open3d
+
 
 @dataclass(frozen=True)
 class PlaneParams:
@@ -40,7 +42,7 @@ def remove_planes(points: np.ndarray, params: PlaneParams = PlaneParams(), seed:
     RANSAC runs on one Open3D thread: with several, the threads draw from the seeded generator
     in whatever order they are scheduled, and on a busy machine the same cloud then lost other
     planes (a different floor height, another segmentation) from one run to the next."""
-    import open3d as o3d
+    o3d = open3d()
 
     threads = o3d.utility.get_max_threads()
     o3d.utility.set_max_threads(1)
@@ -151,7 +153,7 @@ def reclaim_plane_points(points: np.ndarray, keep: np.ndarray, planes: list[Plan
 
 def farthest_point_anchors(points: np.ndarray, k: int, voxel: float = 0.05) -> np.ndarray:
     """``k`` anchor positions spread over the points (voxel grid, then farthest-point sampling)."""
-    import open3d as o3d
+    o3d = open3d()
 
     if len(points) == 0 or k <= 0:
         return np.zeros((0, 3))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.core import EngineError, atomic_path, atomic_write
+from engines.core.imports import open3d
 
 SUFFIXES: tuple[str, ...] = (".ply", ".pcd", ".xyz", ".pts", ".npz")
 MAX_POINTS = 20_000_000
@@ -341,7 +342,7 @@ def _check_text(path: Path) -> None:
 
 
 def _read_open3d(path: Path) -> PointCloud:
-    import open3d as o3d
+    o3d = open3d()
 
     o3d.utility.set_verbosity_level(o3d.utility.VerbosityLevel.Error)
     try:
@@ -433,7 +434,7 @@ def write_cloud(path: str | os.PathLike[str], cloud: PointCloud) -> Path:
         with atomic_write(path, "wb") as fh:
             np.savez_compressed(fh, **arrays)
         return path
-    import open3d as o3d
+    o3d = open3d()
 
     o3d.utility.set_verbosity_level(o3d.utility.VerbosityLevel.Error)
     pc = o3d.t.geometry.PointCloud()

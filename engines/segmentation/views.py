@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from engines.core.imports import open3d
+
 
 def visible_from(points: np.ndarray, cameras: np.ndarray, radius_factor: float = 100.0) -> np.ndarray:
     """Boolean mask of points visible from at least one camera position (hidden-point removal)."""
-    import open3d as o3d
+    o3d = open3d()
 
     cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(np.asarray(points, dtype=np.float64)))
     visible = np.zeros(len(points), dtype=bool)

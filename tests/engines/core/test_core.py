@@ -135,3 +135,40 @@ def test_atomic_files_get_the_usual_permissions(tmp_path: Path) -> None:
     finally:
         os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_import_once_lets_one_thread_import_at_a_time(monkeypatch) -> None:
+    """The second thread waits for the first import to finish instead of seeing it half done."""
+    import threading
+    import time
+
+    from engines.core import imports
+
+    inside, most = [0], [0]
+    guard = threading.Lock()
+
+    def slow_import(name: str):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        with guard:
+            inside[0] -= 1
+        return name
+
+    monkeypatch.setattr(imports.importlib, "import_module", slow_import)
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(imports.import_once("pkg"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == ["pkg"] * 4
+    assert most[0] == 1
+
+
+def test_open3d_comes_from_the_locked_import() -> None:
+    from engines.core.imports import open3d
+
+    o3d = open3d()
+    assert o3d.__name__ == "open3d" and hasattr(o3d, "geometry")
