@@ -104,6 +104,7 @@ class AttentionPanel(MethodPanel):
         self._dragged: tuple[float, ...] | None = None  # boundary positions for the next request
         self._param_widgets: dict[str, QWidget] = {}
         self._building = False
+        self._first_view_tried = False  # a first view that failed is not retried on its own
 
         self.analysis_timer = _single_shot(self, 250, self.request_analysis)
         self.timing_timer = _single_shot(self, 800, self.start_timing)
@@ -306,6 +307,7 @@ class AttentionPanel(MethodPanel):
 
     def _first_view(self) -> None:
         if self.isVisible() and self.view is None and not self.analysis.busy:
+            self._first_view_tried = True
             self.request_analysis(keep_message=True)  # a failed open at start-up stays readable
 
     def _on_analysis_started(self, *_) -> None:
@@ -454,9 +456,11 @@ class AttentionPanel(MethodPanel):
 
     def _revert_edits(self, *_) -> None:
         """After a rejected edit, the source, table and painting go back to the last valid mask
-        (with none yet, as after a bad file opened at start-up, the first view is shown instead)."""
+        (with none yet, as after a bad file opened at start-up, the first view is shown instead,
+        unless it is the first view that failed: its sentence stays, and no retry loop starts)."""
         if self.view is None or self.last_request is None:
-            self.first_view_timer.start()
+            if not self._first_view_tried:
+                self.first_view_timer.start()
             return
         self.source = self.last_request.kind
         if self.source == "vectors":

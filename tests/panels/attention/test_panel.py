@@ -268,6 +268,30 @@ def test_a_failed_open_at_start_up_stays_readable(qapp, qtbot, panel_ctx, tmp_pa
     p.shutdown()
 
 
+def test_a_failing_first_view_is_tried_once(qapp, qtbot, panel_ctx, monkeypatch) -> None:
+    """If the first view itself fails, its sentence stays and the panel does not retry every second."""
+    import engines.attention.view as view_module
+    from engines.core.errors import EngineError
+    from panels.attention import create_panel
+
+    calls = []
+
+    def refuse(request, tile):
+        calls.append(request)
+        raise EngineError("the mask cannot be analysed")
+
+    monkeypatch.setattr(view_module, "analyze", refuse)
+    p = create_panel(panel_ctx)
+    qtbot.addWidget(p)
+    p.live.setChecked(False)
+    p.show()
+    assert wait_until(qapp, lambda: len(calls) == 1 and not p.analysis.busy, 30)
+    qtbot.wait(3000)  # three first-view delays
+    assert len(calls) == 1
+    assert "cannot be analysed" in p.message.text
+    p.shutdown()
+
+
 def test_a_session_error_is_not_wiped_by_the_analysis_restore_starts(qapp, panel) -> None:
     panel.restore({"n": "abc"})
     assert "Could not restore the attention panel" in panel.message.text
