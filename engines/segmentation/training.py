@@ -10,15 +10,18 @@ decay over the last 40%).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, seed_everything
+from engines.core.batch_stream import BatchStream
 
 from .prior_data import ObjectPool, Sample, make_sample
 
@@ -43,6 +46,7 @@ class TrainParams:
     refresh: int = 2  # pool entries replaced per step
     save_every_s: float = 60.0
     val_size: int = 192
+    data_workers: int = 1  # samples made in a second process (see ``engines.core.batch_stream``)
 
     def __post_init__(self) -> None:
         if not 0 < self.minutes <= 90:
@@ -58,6 +62,16 @@ class TrainResult:
     wall_seconds: float
     parameters: int
     metrics: dict[str, float]
+
+
+def training_samples(seed: tuple[int, int], params: TrainParams, knob) -> Iterator[list[Sample]]:
+    """The endless stream of training batches; ``knob.value`` is the share of cluttered samples."""
+    rng = np.random.default_rng(list(seed))
+    pool = ObjectPool(params.pool, rng)
+    while True:
+        pool.refresh(params.refresh)
+        clutter = knob.value
+        yield [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter)) for _ in range(params.batch)]
 
 
 def _batch(samples: list[Sample]):
@@ -142,6 +156,11 @@ def validate(model, samples: list[Sample], mask_threshold: float = 0.02) -> dict
     }
 
 
+def _clutter_share(frac: float, params: TrainParams) -> float:
+    """The curriculum: uncluttered objects first, then mostly cluttered ones."""
+    return 0.0 if frac < params.clean_start else 1.0 - params.clean_share
+
+
 def train_prior(out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
                 cancel: CancelToken = NEVER_CANCELLED, log_path: Path | None = None) -> TrainResult:
     """Train for ``params.minutes`` more minutes, resuming from ``out`` when it exists."""
@@ -166,19 +185,22 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
             raise EngineError(f"{out.name} was trained with seed {state['seed']}; resume with --seed {state['seed']} or use a new --out")
     model.train()
     seed_everything(params.seed + int(state["step"]))
-    rng = np.random.default_rng([params.seed, int(state["step"])])
-    progress(0.0, "building the object pool")
-    pool = ObjectPool(params.pool, rng)
     val = validation_set(params.seed, params.val_size, params.inputs, params.queries)
     budget = params.minutes * 60.0
     start_elapsed = float(state["elapsed_s"])
     total_planned = start_elapsed + budget
-    t0 = last_save = time.monotonic()
+    progress(0.0, "building the object pool")
+    stream = BatchStream(training_samples, ((params.seed, int(state["step"])), params), params.data_workers,
+                         knob=_clutter_share(start_elapsed / total_planned, params))
     running: dict[str, float] = {}
-    if log_path:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "a") if log_path else None
+    log = None
     try:
+        batches = iter(stream)
+        batches = itertools.chain([next(batches)], batches)  # the pool is built before the clock starts
+        if log_path:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            log = open(log_path, "a")
+        t0 = last_save = time.monotonic()
         while True:
             spent = time.monotonic() - t0
             if spent >= budget or cancel.cancelled():
@@ -187,10 +209,8 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
             decay = min(max((frac - 0.6) / 0.4, 0.0), 1.0)
             for g in optimizer.param_groups:
                 g["lr"] = params.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * decay)))
-            pool.refresh(params.refresh)
-            clutter = 0.0 if frac < params.clean_start else 1.0 - params.clean_share
-            samples = [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter)) for _ in range(params.batch)]
-            parts = losses(model, *_batch(samples), params)
+            stream.set_knob(_clutter_share(frac, params))
+            parts = losses(model, *_batch(next(batches)), params)
             optimizer.zero_grad(set_to_none=True)
             parts["total"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -214,6 +234,7 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
         state["metrics"].update({k: float(v) for k, v in running.items()})
         save_checkpoint(out, model, optimizer, state)
     finally:
+        stream.close()
         if log:
             log.close()
     cancel.raise_if_cancelled()

@@ -7,6 +7,7 @@ model also reads hand drawings.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,3 +162,13 @@ def sample_batches(rng: random.Random, count: int, size: int, cfg: DataConfig = 
     batches = [make_batch([pairs[i] for i in chunk], images[chunk]) for chunk in (order[k : k + size] for k in range(0, len(order), size))]
     rng.shuffle(batches)
     return batches
+
+
+TRAINING_GROUP = 8  # batches drawn together (grouped by length inside, see ``sample_batches``)
+
+
+def training_batches(seed: int, size: int, cfg: DataConfig, knob=None) -> Iterator[Batch]:
+    """The endless training stream of one seed (the producer of ``engines.core.batch_stream``)."""
+    rng = random.Random(seed)
+    while True:
+        yield from reversed(sample_batches(rng, TRAINING_GROUP, size, cfg))

@@ -15,8 +15,9 @@ from typing import Any
 
 from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, ProgressFn, atomic_path, check_seed, no_progress
 
-from .batch_stream import BatchStream
-from .data import Batch, DataConfig, sample_batches
+from engines.core.batch_stream import BatchStream
+
+from .data import TRAINING_GROUP, Batch, DataConfig, sample_batches, training_batches
 
 FORMAT = "sketcher-edit-model/1"
 VALIDATION_SEED = 424242
@@ -30,7 +31,7 @@ class TrainParams:
     batch_size: int = 32
     lr: float = 2e-3
     threads: int = 2
-    data_workers: int = 1  # batches made in a second process (see ``batch_stream``)
+    data_workers: int = 1  # batches made in a second process (see ``engines.core.batch_stream``)
     save_every_s: float = 180.0
     validation_size: int = 512
     data: DataConfig = field(default_factory=DataConfig)
@@ -190,7 +191,8 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
         step, total_seconds, history = ckpt["step"], ckpt["seconds"], ckpt["history"]
     start_step = step
     seed_everything(params.seed * 1_000_003 + step)
-    stream = BatchStream(params.seed * 1_000_003 + step, params.batch_size, params.data, params.data_workers)
+    stream = BatchStream(training_batches, (params.seed * 1_000_003 + step, params.batch_size, params.data), params.data_workers,
+                         chunk=TRAINING_GROUP)
     batches = iter(stream)
     budget = params.minutes * 60.0
     started = time.monotonic()

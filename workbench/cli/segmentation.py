@@ -55,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     train.add_argument("--batch", type=int, default=32, help="objects per step (default 32)")
     train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
+    train.add_argument("--threads", type=int, default=0, help="torch threads (default: 1 beside a data worker, else the machine's default)")
+    train.add_argument("--data-workers", type=int, choices=(0, 1), default=1, help="make samples in a second process (1, default) or in this one (0)")
 
     policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
     policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
@@ -180,10 +182,13 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     from engines.segmentation.training import TrainParams, train_prior
 
     try:
-        params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight)
+        params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
+                             data_workers=args.data_workers)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
-    configure_threads()
+    if args.threads < 0:
+        raise EngineError("--threads must not be negative")
+    configure_threads(args.threads or (1 if args.data_workers else None))  # two threads beside the worker: fewer steps
     log_path = args.out.with_suffix(".log.jsonl")
     with cli_job(args, "train ") as (progress, cancel):
         result = train_prior(args.out, params, progress, cancel, log_path=log_path)

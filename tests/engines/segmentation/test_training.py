@@ -1,6 +1,7 @@
 """The prior's training command: a few seconds of real training, resuming, and the loss pieces."""
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import pytest
 import torch
 
 from engines.core import EngineError
+from engines.core.batch_stream import BatchStream
 from engines.segmentation.prior import ObjectPrior, count_parameters, load_checkpoint, load_prior
 from engines.segmentation.prior_data import ObjectPool, make_sample
-from engines.segmentation.training import TrainParams, train_prior, yaw_loss
+from engines.segmentation.training import TrainParams, train_prior, training_samples, yaw_loss
 
 
 def test_yaw_loss_respects_symmetry() -> None:
@@ -53,6 +55,21 @@ def test_short_training_writes_and_resumes(tmp_path: Path) -> None:
     assert payload["state"]["step"] == second.steps and "optimizer" in payload
     with pytest.raises(EngineError, match="seed"):
         train_prior(ckpt, TrainParams(minutes=0.01, seed=5, batch=2, pool=4, val_size=4))
+
+
+def _samples(workers: int, clutter: float) -> list:
+    params = TrainParams(batch=3, pool=4, inputs=64, queries=64)
+    with BatchStream(training_samples, ((0, 0), params), workers, knob=clutter) as stream:
+        return [s for batch in itertools.islice(stream, 3) for s in batch]
+
+
+def test_samples_made_in_a_worker_are_those_made_here_and_follow_the_curriculum() -> None:
+    local, remote = _samples(0, 1.0), _samples(1, 1.0)
+    assert len(local) == len(remote) == 9
+    for a, b in zip(local, remote):
+        assert np.array_equal(a.inputs, b.inputs) and np.array_equal(a.sdf, b.sdf)
+    assert any(s.clutter.any() for s in local)  # all cluttered (some crops have no neighbour in reach)
+    assert not any(s.clutter.any() for s in _samples(0, 0.0))  # the clean start
 
 
 def test_bad_checkpoint_is_one_clear_error(tmp_path: Path) -> None:
