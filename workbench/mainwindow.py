@@ -431,7 +431,8 @@ class MainWindow(QMainWindow):
 
     def _on_torch_ready(self, info: dict) -> None:
         self.torch_info = info
-        self.device_label.setText(f"torch {info['torch']} · {info['device']} · {info['torch_threads']} threads")
+        n = info["torch_threads"]
+        self.device_label.setText(f"torch {info['torch']} · {info['device']} · {n} thread{'' if n == 1 else 's'}")
 
     # Dialogs -------------------------------------------------------------------------------
     def show_preferences(self) -> None:

@@ -261,7 +261,8 @@ def test_about_lists_versions_and_the_torch_device(qapp, main_window) -> None:
     assert f"<b>Device</b></td><td>{expected}" in text
     # the warm-up worker's own thread count: OpenMP keeps it per thread, so the main thread's may differ
     assert isinstance(info["torch_threads"], int) and info["torch_threads"] >= 1
-    assert main_window.device_label.text() == f"torch {torch.__version__} · {expected} · {info['torch_threads']} threads"
+    n = info["torch_threads"]
+    assert main_window.device_label.text() == f"torch {torch.__version__} · {expected} · {n} thread{'' if n == 1 else 's'}"
 
 
 def test_a_dock_shown_as_the_window_closes_builds_no_panel(qtbot, main_window) -> None:
