@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from engines.core import EngineError, write_bytes, write_text
+from engines.core import EngineError, json_loads, write_bytes, write_text
 
 from .dense import density_image, from_dense, to_dense
 from .representation import FlashMask, make_mask
@@ -53,7 +53,7 @@ def load_vectors(path: Path, causal: bool | None = None, n_q: int | None = None)
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_loads(path.read_text(encoding="utf-8"), path.name)
             if not isinstance(data, dict) or "startend_row_indices" not in data:
                 raise EngineError(f"{path.name} is not a FlashMask JSON file (no startend_row_indices)")
             mode = data.get("causal", False) if causal is None else causal
@@ -64,7 +64,7 @@ def load_vectors(path: Path, causal: bool | None = None, n_q: int | None = None)
             arr = _load_npy(path)
         else:
             raise EngineError(f"{path.name}: vectors must be a .npy or .json file")
-    except (OSError, ValueError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise EngineError(f"cannot read {path.name}: {exc}") from exc
     if arr.dtype == bool:
         raise EngineError(f"{path.name} holds a boolean (dense) mask: convert it with from_dense first")

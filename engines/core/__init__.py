@@ -8,7 +8,7 @@ from .errors import Cancelled, EngineError
 from .progress import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress, scaled, throttled
 from .resources import resource_path
 from .seeding import check_seed, seed_everything
-from .serial import from_dict, to_jsonable
+from .serial import from_dict, json_loads, to_jsonable
 
 METHODS: tuple[str, ...] = ("segmentation", "planner", "attention", "sketcher", "topomap")
 

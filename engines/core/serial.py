@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 import types
 import typing
@@ -115,3 +116,14 @@ def _coerce(tp: Any, value: Any, name: str) -> Any:
     if tp in (int, str, bool) and not isinstance(value, tp):
         raise EngineError(f"field {name!r} must be {tp.__name__}, got {_describe(value)}")
     return value
+
+
+def json_loads(text: str, name: str) -> Any:
+    """Parse a user's JSON, or one sentence naming the file: where it is invalid, or that it nests
+    too deeply (thousands of brackets would otherwise be a RecursionError traceback)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EngineError(f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise EngineError(f"{name} is not valid JSON here: its lists or objects nest too deeply") from None

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from engines.core import EngineError, to_jsonable, write_text
+from engines.core import EngineError, json_loads, to_jsonable, write_text
 
 from .metrics import CLSResult, Collision, Violation
 from .scenario import Scenario, scenario_from_dict, scenario_to_dict
@@ -195,13 +195,12 @@ def save_episode(ep: Episode, path: Path) -> Path:
 def load_episode(path: Path) -> Episode:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise EngineError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise EngineError(f"{path.name} is not a text file") from None
     except OSError as exc:
         raise EngineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = json_loads(text, path.name)
     return episode_from_dict(data, path.name)
 
 

@@ -6,14 +6,13 @@ JSON (documented in docs/planner.md). Validation turns every malformed or imposs
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engines.core import EngineError, from_dict, to_jsonable
+from engines.core import EngineError, from_dict, json_loads, to_jsonable
 
 FORMAT = "workbench-planner-scenario"
 VERSION = 1
@@ -155,12 +154,7 @@ def scenario_from_dict(data: Any, origin: str = "the scenario") -> Scenario:
 
 
 def load_scenario_json(path: Path) -> Scenario:
-    text = _read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EngineError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    return scenario_from_dict(data, path.name)
+    return scenario_from_dict(json_loads(_read_text(path), path.name), path.name)
 
 
 def _read_text(path: Path) -> str:

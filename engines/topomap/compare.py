@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, scaled
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, json_loads, no_progress, scaled
 
 from .params import METHOD_TITLES, CompareParams
 from .train import TrainResult, summarise, train
@@ -215,15 +215,14 @@ COMPARE_FORMAT = "workbench-topomap-compare"
 
 
 def load_compare(path: Path) -> CompareTable:
-    import json
-
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise EngineError(f"{path}: no such comparison file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise EngineError(f"{path.name} is not a readable comparison file (JSON): {exc}") from None
+    data = json_loads(text, path.name)
     if not isinstance(data, dict) or data.get("format") != COMPARE_FORMAT:
         raise EngineError(f"{path.name} is not a topomap comparison (run `workbench topomap compare --save FILE`)")
     try:

@@ -5,7 +5,6 @@ widget state into ``RunParams`` and starts jobs.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ from PySide6.QtWidgets import (
     QTabWidget, QToolButton, QVBoxLayout, QWidget,
 )
 
-from engines.core import EngineError, resource_path
+from engines.core import EngineError, json_loads, resource_path
 from engines.planner.guidance_config import DEFAULT_WEIGHTS, TERMS
 
 from ..base import MethodPanel, PanelContext, side_scroll
@@ -825,11 +824,10 @@ def _open_job(path: Path, params, job) -> Loaded:
     configure_threads()
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise EngineError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise EngineError(f"cannot read {path.name}: {exc}") from None
+        data = json_loads(text, path.name)
         if isinstance(data, dict) and data.get("format") == FORMAT:
             return _loaded(episode_from_dict(data, path.name), note=f"Opened the episode {path.name}.")
     return _loaded(run(params, progress=job.progress, cancel=job.cancel).episode, note=f"Simulated {path.name}.")

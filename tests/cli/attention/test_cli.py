@@ -92,7 +92,9 @@ def test_vectors_files_with_bad_intervals(cli, tmp_path: Path) -> None:
     (tmp_path / "oor.json").write_text(json.dumps(out_of_range))
     _error(cli("attention", "stats", "--vectors", str(tmp_path / "oor.json")), "column 7: LTS=40 is outside the rows 0..32")
     (tmp_path / "junk.json").write_text("{not json")
-    _error(cli("attention", "stats", "--vectors", str(tmp_path / "junk.json")), "cannot read junk.json")
+    _error(cli("attention", "stats", "--vectors", str(tmp_path / "junk.json")), "junk.json is not valid JSON (line 1, column 2")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    _error(cli("attention", "stats", "--vectors", str(tmp_path / "deep.json")), "deep.json is not valid JSON here")
     (tmp_path / "junk.npy").write_bytes(b"random bytes, no .npy header")  # numpy would take it for a pickle
     _error(cli("attention", "stats", "--vectors", str(tmp_path / "junk.npy")), "junk.npy is not a NumPy .npy array file")
     _error(cli("attention", "from-dense", str(tmp_path / "junk.npy"), "--out", str(tmp_path / "v.json")), "is not a NumPy .npy array")

@@ -45,6 +45,7 @@ def test_run_diffusion_with_guidance_on_a_commonroad_file(cli, tmp_path: Path) -
 
 @pytest.mark.parametrize("case,needle", [
     ("malformed_json", "not valid JSON"),
+    ("deep_json", "nest too deeply"),
     ("malformed_xml", "not valid XML"),
     ("empty", "empty"),
     ("unreachable", "unreachable"),
@@ -56,6 +57,9 @@ def test_bad_scenarios_are_one_error_line(cli, tmp_path: Path, case: str, needle
     if case == "malformed_json":
         path = tmp_path / "s.json"
         path.write_text('{"lanes": [1, 2')
+    elif case == "deep_json":  # a RecursionError inside json before
+        path = tmp_path / "s.json"
+        path.write_text("[" * 100_000 + "]" * 100_000)
     elif case == "malformed_xml":
         path = tmp_path / "s.xml"
         path.write_text("<commonRoad><lanelet id='1'>")
@@ -112,6 +116,9 @@ def test_video_of_a_damaged_episode_is_one_error_line(cli, tmp_path: Path) -> No
         bad.write_text(json.dumps({**data, "ego": ego}))
         line = one_error(cli("planner", "video", str(bad), str(tmp_path / f"{name}.gif")))
         assert "damaged planner episode: the ego track" in line and not (tmp_path / f"{name}.gif").exists()
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert "deep.json is not valid JSON here" in one_error(cli("planner", "video", str(deep), str(tmp_path / "deep.gif")))
 
 
 def test_suite_latency_replans_zero_skips_the_latency_figure(cli) -> None:

@@ -45,3 +45,13 @@ def test_wrong_types_and_shapes_name_the_field(data: dict, needle: str) -> None:
 def test_null_in_a_float_field_is_nan_as_to_jsonable_writes_it() -> None:
     track = from_dict(Track, {"name": "a", "start": {"x": None}, "points": [[1, 2]]})
     assert math.isnan(track.start.x) and track.points == ((1.0, 2.0),)
+
+
+def test_json_loads_names_the_file_for_bad_and_deeply_nested_text() -> None:
+    from engines.core import json_loads
+
+    assert json_loads('{"a": [1, 2]}', "x.json") == {"a": [1, 2]}
+    with pytest.raises(EngineError, match=r"x.json is not valid JSON \(line 1, column 2"):
+        json_loads("{oops", "x.json")
+    with pytest.raises(EngineError, match="x.json is not valid JSON here: its lists or objects nest too deeply"):
+        json_loads("[" * 100_000 + "]" * 100_000, "x.json")

@@ -62,7 +62,7 @@ def test_table_and_saved_file_round_trip(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text, message",
-    [("{oops", "not a readable comparison"), ('{"format": "other"}', "not a topomap comparison"), ('{"format": "workbench-topomap-compare", "runs": [{"method": "x"}]}', "damaged"), ('{"format": "workbench-topomap-compare", "runs": []}', "holds no runs")],
+    [("{oops", "not valid JSON"), ("[" * 100000, "nest too deeply"), ('{"format": "other"}', "not a topomap comparison"), ('{"format": "workbench-topomap-compare", "runs": [{"method": "x"}]}', "damaged"), ('{"format": "workbench-topomap-compare", "runs": []}', "holds no runs")],
 )
 def test_bad_comparison_files(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.topomap.json"

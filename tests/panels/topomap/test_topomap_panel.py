@@ -147,7 +147,7 @@ def test_corrupt_run_and_comparison_files_are_panel_messages(qapp, panel, tmp_pa
     cmp.write_text("{ nope")
     panel.open_path(cmp)
     assert finish(qapp, panel)[0].startswith("failed")
-    assert "not a readable comparison file" in panel.message.text
+    assert "bad.topomap.json is not valid JSON" in panel.message.text
 
 
 def test_exports_write_every_file(qapp, loaded, tmp_path: Path) -> None:
