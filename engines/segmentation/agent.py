@@ -25,6 +25,9 @@ RING = 0.1  # width of the band outside a cylinder checked for a cut object (m)
 STEP_REWARD = -1.0
 
 
+MAX_ANCHORS = 1000  # each anchor is a search of up to 8 prior calls; more than this is a typo
+
+
 @dataclass(frozen=True)
 class AgentParams:
     anchors: int = 40
@@ -44,8 +47,10 @@ class AgentParams:
     def __post_init__(self) -> None:
         if not 0 < self.min_radius <= self.start_radius <= self.max_radius:
             raise ValueError("radii must satisfy 0 < min <= start <= max")
-        if self.anchors < 1 or self.max_steps < 1:
-            raise ValueError("at least one anchor and one step")
+        if not 1 <= self.anchors <= MAX_ANCHORS:
+            raise ValueError(f"anchors must be 1 to {MAX_ANCHORS}, got {self.anchors}")
+        if self.max_steps < 1:
+            raise ValueError("at least one step")
         if not 0 <= self.second_round <= 1:
             raise ValueError("the second search's share of the anchors must be 0 to 1")
         if self.policy not in POLICIES:

@@ -126,6 +126,7 @@ def test_bad_inputs_get_one_clear_error(cli, tmp_path: Path) -> None:
     assert "no such file" in _one_error(cli("segmentation", "run", str(tmp_path / "missing.ply"), "--out", str(out)))
     assert "instance" in _one_error(cli("segmentation", "eval", "--pred", str(full), "--gt", str(full)))
     assert "minutes" in _one_error(cli("segmentation", "train-prior", "--minutes", "500", "--out", str(tmp_path / "p.pt")))
+    assert "anchors must be 1 to 1000" in _one_error(cli("segmentation", "run", str(full), "--anchors", "100000000000", "--out", str(out)))
     assert "--threads" in _one_error(cli("segmentation", "train-prior", "--threads", "-1", "--out", str(tmp_path / "p.pt")))
     assert "minutes" in _one_error(cli("segmentation", "train-policy", "--minutes", "0", "--out", str(tmp_path / "q.pt")))
     (tmp_path / "policy.pt").write_text("not a policy")
