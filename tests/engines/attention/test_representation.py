@@ -46,6 +46,8 @@ def test_shapes_are_normalised_and_described() -> None:
         (np.zeros((4, 1)), False, 4, "needs C in (2, 4)"),
         (np.zeros((2, 2, 2)), True, 4, "shape [B, H, N_k, C]"),
         (np.array([[0.5]]), True, 4, "must hold integers"),
+        (np.array([[1e308, -1e308]]), True, 4, "must hold integers"),  # wrapped round to garbage in int64
+        (np.array([[np.nan, 1.0]]), True, 4, "must hold integers"),
     ],
 )
 def test_bad_vectors_get_one_clear_sentence(vec, causal, n_q, fragment) -> None:
