@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, resource_path
+from engines.core.intervals import Interval, mean_interval
 
 from .procedural import TYPES, generate, suite_scenarios
 from .runner import RunParams, episode_from_rollout, expert_rollout, make_planner
@@ -148,7 +149,7 @@ def summarise(rows: list[dict[str, Any]], params: SuiteParams, latency: dict[str
     proc = table_for([r for r in rows if r["group"] == "procedural"])
     cr_replay = table_for([r for r in rows if r["group"] == "commonroad" and not r["reactive"]])
     cr_reactive = table_for([r for r in rows if r["group"] == "commonroad" and r["reactive"]])
-    checks = _checks(proc, latency)
+    checks = _checks(proc, latency, [r for r in rows if r["group"] == "procedural"])
     result = {
         "procedural": proc, "commonroad_replay": cr_replay, "commonroad_reactive": cr_reactive, "latency": latency,
         "checks": checks, "targets": TARGETS, "params": {"n": params.n, "seed": params.seed, "planners": list(params.planners)},
@@ -158,15 +159,23 @@ def summarise(rows: list[dict[str, Any]], params: SuiteParams, latency: dict[str
     return result
 
 
-def _checks(proc: dict[str, Any], latency: dict[str, Any]) -> dict[str, Any]:
+def _paired_cls_interval(rows: list[dict[str, Any]], a: str, b: str) -> list[float]:
+    """95% interval of CLS(a) - CLS(b), bootstrapped over the scenarios both planners drove."""
+    cls = {(r["planner"], r["scenario"]): r["cls"] for r in rows}
+    both = [s for (p, s) in cls if p == a and (b, s) in cls]
+    return mean_interval([cls[a, s] - cls[b, s] for s in both]).as_list(2)
+
+
+def _checks(proc: dict[str, Any], latency: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The spec's targets on the procedural scenarios; each CLS difference with its paired interval."""
     c: dict[str, Any] = {}
     d, g, i, p = (proc.get(k, {}).get("cls") for k in ("diffusion", GUIDED, "idm", "pdm"))
     if d is not None and i is not None:
-        c["diffusion_minus_idm"] = {"value": d - i, "target": ">= 10", "ok": d - i >= 10.0}
+        c["diffusion_minus_idm"] = {"value": d - i, "target": ">= 10", "ok": d - i >= 10.0, "ci95": _paired_cls_interval(rows, "diffusion", "idm")}
     if d is not None and p is not None:
-        c["pdm_minus_diffusion"] = {"value": p - d, "target": "<= 3", "ok": p - d <= 3.0}
+        c["pdm_minus_diffusion"] = {"value": p - d, "target": "<= 3", "ok": p - d <= 3.0, "ci95": _paired_cls_interval(rows, "pdm", "diffusion")}
     if g is not None and p is not None:
-        c["guided_minus_pdm"] = {"value": g - p, "target": ">= 0", "ok": g - p >= 0.0}
+        c["guided_minus_pdm"] = {"value": g - p, "target": ">= 0", "ok": g - p >= 0.0, "ci95": _paired_cls_interval(rows, GUIDED, "pdm")}
     for name in ("diffusion", GUIDED):
         if name in proc:
             c[f"at_fault_rate[{name}]"] = {"value": proc[name]["at_fault_rate"], "target": "<= 0.02", "ok": proc[name]["at_fault_rate"] <= 0.02}
@@ -204,7 +213,8 @@ def format_table(result: dict[str, Any], params: SuiteParams) -> str:
         for name, r in result["latency"].items():
             lines.append(f"  {name:20} median {r['median_ms']:6.1f} ms   p90 {r['p90_ms']:6.1f} ms   ({r['replans']} replans, {r['agents']} agents)")
         lines.append("")
-    lines.append("Targets")
+    lines.append("Targets (CLS differences with a 95% interval, bootstrap over the scenarios, paired)")
     for name, c in result["checks"].items():
-        lines.append(f"  {name:40} {c['value']:8.2f}   target {c['target']:8}  {'yes' if c['ok'] else 'NO'}")
+        interval = "  " + Interval(*c["ci95"]).text("+.1f") if "ci95" in c else ""
+        lines.append(f"  {name:40} {c['value']:8.2f}   target {c['target']:8}  {'yes' if c['ok'] else 'NO ':3}{interval}")
     return "\n".join(lines)

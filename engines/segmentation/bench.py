@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, write_json
+from engines.core.intervals import Interval, statistic_interval
 
-from .metrics import ScenePrediction, evaluate
+from .metrics import PooledAP, ScenePrediction, evaluate
 from .pipeline import SegmentParams, method_params, segment
 from .pointio import PointCloud, read_cloud, write_cloud
 from .scenes import SceneParams, generate_scene
@@ -109,10 +110,16 @@ def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tu
             "touching_recall50": touch[method][0] / touch[method][1] if touch[method][1] else float("nan"),
             "gt_objects": res.n_gt, "predictions": res.n_pred,
         }
+    pooled = {method: PooledAP(preds[method]) for method in methods}
+    for method in methods:  # how far the pooled AP could move on another draw of rooms
+        for key, thr in (("ap50", 0.5), ("ap25", 0.25)):
+            out["methods"][method][f"{key}_ci95"] = statistic_interval(len(files), lambda idx: pooled[method].at(thr, idx)).as_list()
     if "grabs" in out["methods"] and "dbscan" in out["methods"]:
         g, d = out["methods"]["grabs"], out["methods"]["dbscan"]
+        margin = statistic_interval(len(files), lambda idx: pooled["grabs"].at(0.5, idx) - pooled["dbscan"].at(0.5, idx))
         out["comparison"] = {
             "ap50_minus_dbscan": g["ap50"] - d["ap50"],
+            "ap50_minus_dbscan_ci95": margin.as_list(),
             "ap25_minus_dbscan": g["ap25"] - d["ap25"],
             "time_ratio_grabs_over_dbscan": g["seconds_per_scene"] / max(d["seconds_per_scene"], 1e-9),
         }
@@ -137,11 +144,14 @@ def _table(out: dict) -> str:
              f"{'method':9} {'AP':>6} {'AP50':>6} {'AP25':>6} {'touch R50':>9} {'s/scene':>8}"]
     for m, r in out["methods"].items():
         lines.append(f"{m:9} {r['ap']:6.3f} {r['ap50']:6.3f} {r['ap25']:6.3f} {r['touching_recall50']:9.3f} {r['seconds_per_scene']:8.2f}")
+    lines += ["", f"95% intervals, bootstrap over the {out['scenes']} scenes:"]
+    for m, r in out["methods"].items():
+        lines.append(f"{m:9} AP50 {Interval(*r['ap50_ci95']).text()}  AP25 {Interval(*r['ap25_ci95']).text()}")
     c = out.get("comparison", {})
     if "ppo_minus_search_ap50" in c:
         lines += ["", f"PPO policy - search: AP50 {c['ppo_minus_search_ap50']:+.3f}; time ratio {c['time_ratio_ppo_over_search']:.2f}x"]
     if "targets" in out:
-        lines += ["", f"GrabS - DBSCAN: AP50 {c['ap50_minus_dbscan']:+.3f}, AP25 {c['ap25_minus_dbscan']:+.3f}; "
+        lines += ["", f"GrabS - DBSCAN: AP50 {c['ap50_minus_dbscan']:+.3f} {Interval(*c['ap50_minus_dbscan_ci95']).text('+.3f')}, AP25 {c['ap25_minus_dbscan']:+.3f}; "
                       f"time ratio {c['time_ratio_grabs_over_dbscan']:.1f}x", ""]
         lines += [f"  {'met ' if ok else 'MISSED'} {name}" for name, ok in out["targets"].items()]
     return "\n".join(lines)

@@ -74,6 +74,21 @@ def evaluate(scenes: list[ScenePrediction], min_region: int = MIN_REGION) -> APR
     )
 
 
+class PooledAP:
+    """Scenes matched once, so AP at one IoU threshold can be pooled over any selection of them
+    (with repeats: the benchmark's bootstrap over rooms)."""
+
+    def __init__(self, scenes: list[ScenePrediction], min_region: int = MIN_REGION) -> None:
+        self.prepared = [_prepare(s, min_region) for s in scenes]
+        self._matches: dict[float, list[_Matches]] = {}
+
+    def at(self, threshold: float, scenes: np.ndarray | None = None) -> float:
+        if threshold not in self._matches:  # matching is per scene: done once per threshold
+            self._matches[threshold] = [_match(p, threshold) for p in self.prepared]
+        matches = self._matches[threshold]
+        return _pooled(matches if scenes is None else [matches[int(i)] for i in scenes])[0]
+
+
 def _prepare(scene: ScenePrediction, min_region: int):
     gt = np.asarray(scene.gt).astype(np.int64)
     ids, sizes = np.unique(gt[gt > 0], return_counts=True)
@@ -96,39 +111,58 @@ def _prepare(scene: ScenePrediction, min_region: int):
     return gt_masks, iou, scores, ignore_frac
 
 
-def _ap_at(prepared, thr: float) -> tuple[float, Curve]:
+@dataclass(frozen=True)
+class _Matches:
+    """One scene's matches at one IoU threshold: what pooling over scenes needs of it."""
+
+    y_true: tuple[int, ...]
+    y_score: tuple[float, ...]
+    hard_fn: int  # objects no prediction reached
+    has_gt: bool
+    has_pred: bool
+
+
+def _match(prepared_scene, thr: float) -> _Matches:
+    gt_masks, iou, scores, ignore_frac = prepared_scene
     y_true: list[int] = []
     y_score: list[float] = []
     hard_fn = 0
-    has_gt = has_pred = False
-    for gt_masks, iou, scores, ignore_frac in prepared:
-        has_gt |= len(gt_masks) > 0
-        has_pred |= len(scores) > 0
-        order = np.argsort(-scores, kind="stable")
-        used = np.zeros(len(scores), dtype=bool)
-        for g in range(len(gt_masks)):
-            hits = [p for p in order if iou[g, p] > thr and not used[p]]
-            if not hits:
-                hard_fn += 1
-                continue
-            used[hits[0]] = True
-            y_true.append(1)
-            y_score.append(float(scores[hits[0]]))
-            for p in hits[1:]:  # a second prediction on a matched object
-                used[p] = True
-                y_true.append(0)
-                y_score.append(float(scores[p]))
-        for p in range(len(scores)):
-            if used[p] or (iou.shape[0] and (iou[:, p] > thr).any()):
-                continue
-            if ignore_frac[p] <= thr:
-                y_true.append(0)
-                y_score.append(float(scores[p]))
-    if not has_gt:
+    order = np.argsort(-scores, kind="stable")
+    used = np.zeros(len(scores), dtype=bool)
+    for g in range(len(gt_masks)):
+        hits = [p for p in order if iou[g, p] > thr and not used[p]]
+        if not hits:
+            hard_fn += 1
+            continue
+        used[hits[0]] = True
+        y_true.append(1)
+        y_score.append(float(scores[hits[0]]))
+        for p in hits[1:]:  # a second prediction on a matched object
+            used[p] = True
+            y_true.append(0)
+            y_score.append(float(scores[p]))
+    for p in range(len(scores)):
+        if used[p] or (iou.shape[0] and (iou[:, p] > thr).any()):
+            continue
+        if ignore_frac[p] <= thr:
+            y_true.append(0)
+            y_score.append(float(scores[p]))
+    return _Matches(tuple(y_true), tuple(y_score), hard_fn, len(gt_masks) > 0, len(scores) > 0)
+
+
+def _pooled(matches: list[_Matches]) -> tuple[float, Curve]:
+    """AP of the scenes' matches pooled, ScanNet's way: one curve over all scenes."""
+    if not any(m.has_gt for m in matches):
         return float("nan"), Curve((), ())
-    if not has_pred or not y_true:
+    y_true = [t for m in matches for t in m.y_true]
+    if not any(m.has_pred for m in matches) or not y_true:
         return 0.0, Curve((1.0,), (0.0,))
-    return _integrate(np.array(y_true), np.array(y_score), hard_fn)
+    y_score = [s for m in matches for s in m.y_score]
+    return _integrate(np.array(y_true), np.array(y_score), sum(m.hard_fn for m in matches))
+
+
+def _ap_at(prepared, thr: float) -> tuple[float, Curve]:
+    return _pooled([_match(scene, thr) for scene in prepared])
 
 
 def _integrate(y_true: np.ndarray, y_score: np.ndarray, hard_fn: int) -> tuple[float, Curve]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, check_seed, no_progress, scaled
+from engines.core.intervals import Interval, proportion_interval
 
 from .edits import random_program
 from .language import parse
@@ -75,6 +76,7 @@ def _row(results: list[SearchResult], budget: int) -> dict:
         "targets": len(results),
         "solved": len(solved),
         "solve_rate": round(len(solved) / max(len(results), 1), 4),
+        "solve_rate_ci95": proportion_interval(len(solved), len(results)).as_list(),
         "solve_rate_paper_metric": round(sum(r.mean_iou > SOLVED_IOU for r in results) / max(len(results), 1), 4),
         "mean_iou": round(float(np.mean([r.iou for r in results])), 4),
         "mean_paper_iou": round(float(np.mean([r.mean_iou for r in results])), 4),
@@ -158,6 +160,7 @@ def _sketch_bench(params: BenchParams, progress: ProgressFn, cancel: CancelToken
         out[method] = {
             "targets": len(ious),
             "clean_iou_at_least_0.9": round(sum(v >= SKETCH_OK_IOU for v in ious) / max(len(ious), 1), 4),
+            "clean_iou_at_least_0.9_ci95": proportion_interval(sum(v >= SKETCH_OK_IOU for v in ious), len(ious)).as_list(),
             "mean_clean_iou": round(float(np.mean(ious)), 4) if ious else None,
             "median_seconds": round(statistics.median(seconds), 3) if seconds else None,
         }
@@ -173,12 +176,15 @@ def table(result: dict) -> str:
         lines.append(f"{n:>10} {m['solve_rate']:>8.2%} {b['solve_rate']:>8.2%} {ratio:>7} {m['mean_iou']:>10.3f} {m['mean_paper_iou']:>10.3f} {m['median_seconds']:>8.2f}")
     o = result["overall"]
     lines.append(f"{'all':>10} {o['model']['solve_rate']:>8.2%} {o['random']['solve_rate']:>8.2%}")
+    lines.append("95% intervals (Wilson): " + ", ".join(f"{m} {Interval(*o[m]['solve_rate_ci95']).text('.1%')}" for m in METHODS))
     lines.append("solve rate vs renders (model / random):")
     for (r, m), (_, b) in zip(result["curves"]["model"][::4], result["curves"]["random"][::4]):
         lines.append(f"  {r:>6} renders: {m:6.2%} / {b:6.2%}")
     if "sketch" in result:
         s = result["sketch"]
-        lines.append(f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%}, random {s['random']['clean_iou_at_least_0.9']:.2%}")
+        lines.append(f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%} "
+                     f"{Interval(*s['model']['clean_iou_at_least_0.9_ci95']).text('.1%')}, random {s['random']['clean_iou_at_least_0.9']:.2%} "
+                     f"{Interval(*s['random']['clean_iou_at_least_0.9_ci95']).text('.1%')}")
     return "\n".join(lines)
 
 

@@ -82,6 +82,8 @@ def test_bench_reports_every_method(cli, scene_dir: Path) -> None:
     assert set(data["methods"]) == {"grabs", "grabs_ppo", "dbscan"}
     for m in data["methods"].values():
         assert {"ap", "ap50", "ap25", "seconds_per_scene"} <= set(m)
+        assert m["ap50_ci95"] == m["ap25_ci95"] == [None, None]  # one room: nothing to resample (tests/engines: more)
+    assert data["comparison"]["ap50_minus_dbscan_ci95"] == [None, None]
     assert "ap50_minus_dbscan" in data["comparison"] and len(data["targets"]) == 4
     assert "ppo_minus_search_ap50" in data["comparison"]
 

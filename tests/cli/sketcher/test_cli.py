@@ -84,6 +84,10 @@ def test_bench_compares_model_and_baseline(cli) -> None:
     assert set(data["per_primitives"]) == {"1", "2"}
     assert {"model", "random", "ratio"} <= set(data["per_primitives"]["1"])
     assert set(data["curves"]) == {"model", "random"}
+    for method in ("model", "random"):  # Wilson intervals bracket every solve rate
+        row = data["overall"][method]
+        low, high = row["solve_rate_ci95"]
+        assert 0.0 <= low <= row["solve_rate"] <= high <= 1.0 and high - low > 0.1  # two targets tell little
     assert "range" in _error_line(cli("sketcher", "bench", "--primitives", "4-1"))
 
 

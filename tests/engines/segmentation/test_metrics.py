@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engines.segmentation.metrics import IOU_THRESHOLDS, ScenePrediction, evaluate
+from engines.segmentation.metrics import IOU_THRESHOLDS, PooledAP, ScenePrediction, evaluate
 
 GT = np.repeat([0, 1, 2, 3], 200)  # background and three objects of 200 points
 
@@ -84,3 +84,17 @@ def test_scenes_are_pooled() -> None:
     result = evaluate([good, empty])
     assert result.n_gt == 6 and result.n_pred == 3
     assert result.ap50 == pytest.approx(0.5)
+
+
+def test_pooled_ap_on_a_selection_of_scenes_is_evaluate_on_those_scenes() -> None:
+    """The benchmark's bootstrap pools resampled rooms, repeats included, without matching them again."""
+    good = ScenePrediction.from_labels(GT, GT)
+    empty = ScenePrediction(GT, (), ())
+    merged = ScenePrediction(GT, ((GT == 1) | (GT == 2), GT == 3), (0.9, 0.8))
+    scenes = [good, empty, merged]
+    pooled = PooledAP(scenes)
+    assert pooled.at(0.5) == pytest.approx(evaluate(scenes).ap50)
+    assert pooled.at(0.25) == pytest.approx(evaluate(scenes).ap25)
+    pick = np.array([0, 0, 2, 1, 2])
+    assert pooled.at(0.5, pick) == pytest.approx(evaluate([scenes[i] for i in pick]).ap50)
+    assert pooled.at(0.5, np.array([0, 0])) == pytest.approx(1.0) and pooled.at(0.5, np.array([1])) == 0.0
