@@ -72,3 +72,24 @@ def test_open3d_is_imported_only_through_the_locked_import() -> None:
     offenders = [str(p.relative_to(ROOT)) for folder in ("engines", "panels", "workbench") for p in (ROOT / folder).rglob("*.py")
                  if p.name != "imports.py" and bare.search(p.read_text())]
     assert offenders == [], f"import open3d through engines.core.imports.open3d(): {offenders}"
+
+
+def test_torch_is_imported_before_any_of_its_submodules() -> None:
+    """`import torch.nn.functional` (or `from torch.nn import ...`) as a module's first torch import
+    holds that submodule's import lock while it waits for torch itself: if another worker thread is
+    importing torch at that moment (the window's warm-up), torch's own import of the submodule
+    deadlocks and one of them fails ("partially initialized module 'torch'"; reproduced with two
+    threads in a fresh interpreter). `import torch` first makes the second thread simply wait."""
+    import re
+
+    any_torch = re.compile(r"^[ \t]*(import torch\b|from torch\b)", re.M)
+    package_first = re.compile(r"^\s*(import torch(\s+as\s+\w+)?\s*(#.*)?$|from torch import )")
+    offenders = []
+    for folder in ("engines", "panels", "workbench"):
+        for path in (ROOT / folder).rglob("*.py"):
+            first = any_torch.search(path.read_text())
+            if first:
+                line = path.read_text()[first.start():].splitlines()[0]
+                if not package_first.match(line):
+                    offenders.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    assert offenders == [], f"import torch before its submodules: {offenders}"
