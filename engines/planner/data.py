@@ -22,13 +22,14 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 from . import features as F
 from .features import FeatureBuilder, Inputs, future_in_ego_frame
 from .planners.base import PLAN_DT, Observation, Plan, Planner
-from .planners.rules import ExpertPlanner
+from .planners.rules import EXPERT_IDM, ExpertPlanner
 from .procedural import TYPES, generate
 from .scene import Scene
 from .simulation import Rollout, Simulator, run_episode
 
 TRAIN_SEED_BASE = 100_000  # training scenes never share a seed with the benchmark's
 SAMPLE_STRIDE = 2
+MAX_STANDING_GAP = 10.0  # m
 LABEL_STRIDE = int(round(F.FUTURE_DT / PLAN_DT))
 
 
@@ -37,8 +38,8 @@ class NoisyExpert:
 
     name = "expert"
 
-    def __init__(self, rng: np.random.Generator, noise: bool) -> None:
-        self.expert = ExpertPlanner()
+    def __init__(self, rng: np.random.Generator, noise: bool, standing_gap: float = EXPERT_IDM.stopped_gap) -> None:
+        self.expert = ExpertPlanner(standing_gap=standing_gap)
         self.rng = rng
         self.noise = noise
         self._until = -1.0
@@ -76,8 +77,8 @@ class StudentDriver:
 
     name = "student"
 
-    def __init__(self, student: Planner) -> None:
-        self.expert = ExpertPlanner()
+    def __init__(self, student: Planner, standing_gap: float = EXPERT_IDM.stopped_gap) -> None:
+        self.expert = ExpertPlanner(standing_gap=standing_gap)
         self.student = student
 
     def reset(self, scene: Scene) -> None:
@@ -110,16 +111,18 @@ class Episode:
 
 
 def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRIDE,
-                   student: Planner | None = None) -> Episode:
+                   student: Planner | None = None, standing_gap: float = EXPERT_IDM.stopped_gap) -> Episode:
     """Samples of one episode on the procedural scene (kind, seed), labelled by the expert.
 
     The expert drives (with DART noise when ``noise``), or the ``student`` does, up to its first
-    collision or departure from the road.
+    collision or departure from the road. ``standing_gap``: the expert's extra gap behind a
+    standing leader (m) in the labels.
     """
     sc = generate(kind, seed)
     scene = Scene(sc)
     fb = FeatureBuilder(scene)
-    planner = StudentDriver(student) if student is not None else NoisyExpert(np.random.default_rng([seed, 7]), noise)
+    planner = (StudentDriver(student, standing_gap) if student is not None
+               else NoisyExpert(np.random.default_rng([seed, 7]), noise, standing_gap))
     kept: list[tuple[int, Inputs, np.ndarray, np.ndarray, float]] = []
 
     def on_step(k: int, sim: Simulator, obs: Observation, plan: Plan) -> None:
@@ -175,9 +178,9 @@ def _student(checkpoint: Path) -> Planner:
     return DiffusionPlanner(checkpoint=checkpoint)
 
 
-def _episode_job(job: tuple[str, int, bool, Path | None]) -> Episode:
-    kind, seed, noise, checkpoint = job
-    return expert_episode(kind, seed, noise, student=_student(checkpoint) if checkpoint is not None else None)
+def _episode_job(job: tuple[str, int, bool, Path | None, float]) -> Episode:
+    kind, seed, noise, checkpoint, standing_gap = job
+    return expert_episode(kind, seed, noise, student=_student(checkpoint) if checkpoint is not None else None, standing_gap=standing_gap)
 
 
 def _one_torch_thread() -> None:
@@ -187,10 +190,13 @@ def _one_torch_thread() -> None:
 
 
 def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: ProgressFn = no_progress,
-                     cancel: CancelToken = NEVER_CANCELLED, workers: int = 1, student: Path | None = None) -> dict:
+                     cancel: CancelToken = NEVER_CANCELLED, workers: int = 1, student: Path | None = None,
+                     standing_gap: float = EXPERT_IDM.stopped_gap) -> dict:
     """Write an .npz of expert-labelled samples; returns counts and the wall time.
 
     ``student``: a diffusion checkpoint that drives the episodes (DAgger) instead of the expert.
+    ``standing_gap``: the expert's extra gap behind a standing leader (m; the benchmark's expert
+    keeps 1.5), a lever on where its students stop.
     Episodes are independent, so ``workers`` processes simulate them side by side; results are
     gathered in plan order, so the file is the same for any number of workers.
     """
@@ -198,13 +204,15 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
         raise EngineError("the number of episodes must be at least 1")
     if workers < 1:
         raise EngineError("the number of data workers must be at least 1")
+    if not 0.0 <= standing_gap <= MAX_STANDING_GAP:
+        raise EngineError(f"the standing gap must be 0 to {MAX_STANDING_GAP:g} m")
     if student is not None:
         _student(student)  # a missing or foreign checkpoint fails before any episode runs
     driver = Path(student).name if student is not None else "expert"
     t0 = time.perf_counter()
     items: list[Inputs] = []
     futures, valids = [], []
-    plan = [(kind, scene_seed, noisy, student) for kind, scene_seed, noisy in episode_list(episodes, seed)]
+    plan = [(kind, scene_seed, noisy, student, standing_gap) for kind, scene_seed, noisy in episode_list(episodes, seed)]
     pool = None
     if workers > 1 and len(plan) > 1:
         pool = ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn"),
@@ -232,5 +240,6 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
+    arrays["standing_gap"] = np.array(standing_gap)
     return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
-            "driver": driver}
+            "driver": driver, "standing_gap": standing_gap}

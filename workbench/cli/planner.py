@@ -56,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.add_argument("--workers", type=int, default=2, help="processes simulating episodes side by side (default 2; the file does not depend on it)")
     data.add_argument("--student", type=existing_file,
                       help="diffusion checkpoint that drives instead of the expert, which labels every state it visits (DAgger)")
+    data.add_argument("--standing-gap", type=float,
+                      help="the expert's extra gap behind a standing car in the labels, metres (default: the benchmark's expert's, 1.5)")
 
     train = add_command(group, "train", cmd_train, "train the diffusion planner (resumes from --out when it exists)")
     train.add_argument("--minutes", type=float, required=True, help="wall-clock minutes to train in this run")
@@ -158,7 +160,8 @@ def cmd_data(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
 
     with cli_job(args, "data ") as (progress, cancel):
-        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers, student=args.student)
+        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers, student=args.student,
+                                **({} if args.standing_gap is None else {"standing_gap": args.standing_gap}))
     output(args, info, f"wrote {info['samples']} samples from {info['episodes']} episodes ({info['driver']} driving) to {args.out} in {info['seconds']} s")
 
 

@@ -3,6 +3,8 @@ expert that demonstrates driving for training (IDM with forecasts, yielding, gap
 lane changes)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..agents import IDMParams
@@ -84,8 +86,9 @@ class ExpertPlanner:
 
     name = "expert"
 
-    def __init__(self, hold: float = 3.0) -> None:
+    def __init__(self, hold: float = 3.0, standing_gap: float = EXPERT_IDM.stopped_gap) -> None:
         self.hold = hold
+        self.idm = replace(EXPERT_IDM, stopped_gap=standing_gap)  # `planner data --standing-gap`
 
     def reset(self, scene: Scene) -> None:
         self.scene = scene
@@ -137,7 +140,7 @@ class ExpertPlanner:
             for i, (sl, vl) in enumerate(leads):
                 s_lead[i, : len(vl)] = sl
                 v_lead[i, : len(vl)] = vl
-            profiles, _ = idm_profile(frame.s0, e.speed, np.full(len(candidates), v_target), s_lead, v_lead, EXPERT_STEPS, s_stop=stop, p=EXPERT_IDM)
+            profiles, _ = idm_profile(frame.s0, e.speed, np.full(len(candidates), v_target), s_lead, v_lead, EXPERT_STEPS, s_stop=stop, p=self.idm)
         results = dict(zip(candidates, profiles))
         gain = {c: results[c][-1] - results[self.target][-1] for c in candidates}
         now = obs.time

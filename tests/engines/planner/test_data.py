@@ -58,3 +58,24 @@ def test_training_reads_expert_and_student_files_together(tmp_path: Path) -> Non
     both = load_dataset([tmp_path / "expert.npz", tmp_path / "student.npz"])
     assert len(both["future"]) == len(one["future"]) + info["samples"]
     np.testing.assert_array_equal(both["future"][: len(one["future"])], one["future"])
+
+
+def test_the_standing_gap_moves_where_the_expert_stops() -> None:
+    """`planner data --standing-gap`: the labels' expert stops that much further behind a stopped leader."""
+    from engines.planner.planners.rules import EXPERT_IDM, ExpertPlanner
+    from engines.planner.procedural import generate
+    from engines.planner.scene import Scene
+    from engines.planner.simulation import run_episode
+
+    scene = Scene(generate("lead_braking", 1009))  # the leader brakes to a stop ahead of the ego
+    stops = {}
+    for gap in (EXPERT_IDM.stopped_gap, EXPERT_IDM.stopped_gap + 1.5):
+        rollout = run_episode(scene, ExpertPlanner(standing_gap=gap), reactive=True)
+        stops[gap] = float(rollout.agents[-1, 0, 0] - rollout.ego[-1, 0])  # centre to centre, along +x
+    low, high = sorted(stops)
+    assert rollout.agents[-1, 0, 3] == 0.0  # the leader stands
+    # IDM brakes short of its desired gap after a hard-braking leader, so here 1.5 m more desired
+    # gap is 0.58 m more at the stop (6.05 -> 6.63 m centre to centre)
+    assert 0.4 < stops[high] - stops[low] < 1.5
+    with pytest.raises(EngineError, match="standing gap must be 0 to 10 m"):
+        generate_dataset(Path("unused.npz"), episodes=1, standing_gap=-1.0)
