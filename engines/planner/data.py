@@ -237,9 +237,9 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     arrays["meta"] = np.array([episodes, seed, seconds])
     if student is not None:
         arrays["student"] = np.array(driver)
+    arrays["standing_gap"] = np.array(standing_gap)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-    arrays["standing_gap"] = np.array(standing_gap)
     return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
             "driver": driver, "standing_gap": standing_gap}

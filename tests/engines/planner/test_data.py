@@ -28,6 +28,7 @@ def test_two_workers_write_the_same_samples_as_one(tmp_path: Path, student: Path
     with np.load(tmp_path / "one.npz") as a, np.load(tmp_path / "two.npz") as b:
         for key in ("ego", "agents", "lanes", "future", "future_valid"):
             np.testing.assert_array_equal(a[key], b[key])
+        assert float(a["standing_gap"]) == 1.5  # the labelling expert's gap is recorded
 
 
 def test_impossible_worker_count_is_refused(tmp_path: Path) -> None:
