@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from engines.core import EngineError, atomic_path
 
 from ..base import MethodPanel, PanelContext
-from ..session_checks import choice, flag, mapping, number, text, whole
+from ..session_checks import choice, flag, mapping, named, number, text, whole
 from . import work
 from .sidebar import COLOR_MODES, AgentReplay, MetricsView, SegmentList, ThresholdControls, ViewControls
 from .view3d import PointView
@@ -224,13 +224,13 @@ class SegmentationPanel(MethodPanel):
         Whole numbers must fit their widget: a huge one overflows Qt's int half-way through applying."""
         mapping(state, "they")
         methods = [self.method.itemData(i) for i in range(self.method.count())]
-        thresholds = mapping(state.get("thresholds", {}), "thresholds")
+        thresholds = named(state.get("thresholds", {}), "thresholds", self.thresholds.SPECS)
         color_mode = state.get("color_mode")
         size = self.controls.size
         return {
             "method": choice(state.get("method", "grabs"), "method", methods),
             "anchors": whole(state.get("anchors", 40), "anchors", self.anchors.minimum(), self.anchors.maximum()),
-            "thresholds": {k: number(v, k) for k, v in thresholds.items() if k in self.thresholds.SPECS},
+            "thresholds": {k: number(v, k) for k, v in thresholds.items()},
             "color_mode": None if color_mode is None else choice(color_mode, "color_mode", COLOR_MODES),
             "point_size": whole(state.get("point_size", 3), "point_size", size.minimum(), size.maximum()),
             "side_by_side": flag(state.get("side_by_side", True), "side_by_side"),

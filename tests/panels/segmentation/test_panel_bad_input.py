@@ -45,6 +45,7 @@ def test_broken_clouds_are_one_sentence_and_keep_scene_and_status(qapp, panel, t
     ({"anchors": "many"}, "anchors must be a whole number from 1 to 128, not 'many'"),
     ({"anchors": 10**20}, "anchors must be a whole number from 1 to 128, not 100000000000000000000"),  # overflowed Qt's int half-way
     ({"thresholds": {"mask_threshold": "abc"}}, "mask_threshold must be a number, not 'abc'"),
+    ({"thresholds": {"mask_thresh": 0.03}}, "unknown thresholds 'mask_thresh' (choose mask_threshold, found_threshold, dedup_iou, min_points, merge_coverage)"),
     ({"point_size": "big"}, "point_size must be a whole number from 1 to 12, not 'big'"),
     ({"thresholds": [1, 2]}, "thresholds must be an object of name: value, not [1, 2]"),
     ({"path": 5}, "path must be text, not 5"),
