@@ -3,7 +3,15 @@
 Importing this package must stay cheap: no torch, no open3d at import time.
 """
 from .atomic import atomic_path, atomic_write, write_bytes, write_json, write_text
-from .device import configure_threads, default_threads, describe_device, device, device_preference, set_device_preference
+from .device import (
+    configure_threads,
+    default_threads,
+    describe_device,
+    device,
+    device_preference,
+    pool_worker_setup,
+    set_device_preference,
+)
 from .errors import Cancelled, EngineError
 from .progress import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress, scaled, throttled
 from .resources import resource_path
@@ -23,6 +31,7 @@ __all__ = [
     "atomic_write",
     "configure_threads",
     "default_threads",
+    "pool_worker_setup",
     "describe_device",
     "device",
     "device_preference",

@@ -69,6 +69,18 @@ def configure_threads(threads: int | None = None) -> int:
         return torch.get_num_threads()
 
 
+def pool_worker_setup() -> None:
+    """Initializer of the processes that run episodes side by side: the pool already fills the
+    cores, so one torch thread each (two threads each ran 8x slower here, waiting on each other);
+    Ctrl+C belongs to the parent, which cancels and then stops the pool."""
+    import signal
+
+    import torch
+
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def describe_device() -> dict[str, Any]:
     """Versions and device facts for `workbench info` and the About dialog."""
     import torch

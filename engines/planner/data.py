@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, pool_worker_setup
 
 from . import features as F
 from .features import FeatureBuilder, Inputs, future_in_ego_frame
@@ -183,12 +183,6 @@ def _episode_job(job: tuple[str, int, bool, Path | None, float]) -> Episode:
     return expert_episode(kind, seed, noise, student=_student(checkpoint) if checkpoint is not None else None, standing_gap=standing_gap)
 
 
-def _one_torch_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)  # the workers already fill the cores
-
-
 def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: ProgressFn = no_progress,
                      cancel: CancelToken = NEVER_CANCELLED, workers: int = 1, student: Path | None = None,
                      standing_gap: float = EXPERT_IDM.stopped_gap) -> dict:
@@ -216,7 +210,7 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     pool = None
     if workers > 1 and len(plan) > 1:
         pool = ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn"),
-                                   initializer=_one_torch_thread if student is not None else None)
+                                   initializer=pool_worker_setup)
     try:
         results = pool.map(_episode_job, plan) if pool else map(_episode_job, plan)
         for i, ((kind, *_), ep) in enumerate(zip(plan, results)):

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache, partial
+import multiprocessing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, resource_path
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, pool_worker_setup, resource_path
 from engines.core.intervals import Interval, mean_interval
 
 from .procedural import TYPES, generate, suite_scenarios
@@ -34,6 +37,7 @@ class SuiteParams:
     latency_replans: int = 60
     checkpoint: str | None = None
     reactive: bool = True
+    workers: int = 1  # processes running scenarios side by side (one torch thread each)
 
 
 def _params(name: str, seed: int, checkpoint: str | None) -> RunParams:
@@ -49,6 +53,8 @@ def commonroad_files() -> list[Path]:
 def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict[str, Any]:
     if params.n < 1:
         raise EngineError("--n must be at least 1")
+    if params.workers < 1:
+        raise EngineError("--workers must be at least 1")
     if params.latency_replans < 0:
         raise EngineError("--latency-replans must be 0 (no latency figure) or more")
     known = {"diffusion", GUIDED, "idm", "pdm", "constant_velocity", "expert"}
@@ -64,43 +70,95 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     if any(p.startswith("diffusion") for p in params.planners):
         from .planners.diffusion_planner import load_model
 
-        model, _ = load_model(params.checkpoint)
-    cases = [("procedural", kind, seed, generate(kind, seed)) for kind, seed in suite_scenarios(params.n, params.seed)]
+        model, _ = load_model(params.checkpoint)  # a bad checkpoint fails here, before any worker starts
+    cases: list[Case] = [("procedural", kind, seed) for kind, seed in suite_scenarios(params.n, params.seed)]
     if params.commonroad:
-        from .commonroad_import import load_commonroad
-
-        cases += [("commonroad", path.stem, 0, load_commonroad(path)) for path in commonroad_files()]
-
-    def modes_of(group: str) -> tuple[bool, ...]:
-        return (params.reactive,) if group == "procedural" else (False, True)  # CommonRoad: replay and reactive
-
+        cases += [("commonroad", str(path), 0) for path in commonroad_files()]
     # one step per episode (each mode's expert counts as one), plus the latency run
-    total = sum(len(modes_of(group)) * (len(params.planners) + 1) for group, *_ in cases) + 2
-    done = 0
+    steps = [len(_modes(group, params.reactive)) * (len(params.planners) + 1) for group, *_ in cases]
+    total, done = sum(steps) + 2, 0
     rows: list[dict[str, Any]] = []
-    for group, kind, seed, sc in cases:
-        scene = Scene(sc)
-        for reactive in modes_of(group):
-            expert = expert_rollout(scene, reactive)
-            for name in params.planners:
-                cancel.raise_if_cancelled()
-                planner = make_planner(_params(name, seed, params.checkpoint), model)
-                t0 = time.perf_counter()
-                rollout = run_episode(scene, planner, reactive, cancel=cancel)
-                seconds = time.perf_counter() - t0
-                ep = episode_from_rollout(scene, rollout, name, {}, reactive, expert)
-                m = ep.metrics
-                rows.append({
-                    "group": group, "type": kind, "seed": seed, "scenario": sc.name, "reactive": reactive, "planner": name,
-                    "cls": 100.0 * m.score, "at_fault": m.at_fault, "multipliers": m.multipliers, "weighted": m.weighted,
-                    "episode_s": seconds, "replan_ms": float(np.median([p.ms for p in ep.plans])),
-                })
-                done += 1
-                progress(done / total, f"{sc.name} {'reactive' if reactive else 'replay'} {name}: CLS {100 * m.score:.1f}")
-            done += 1
+    for case_steps, case_rows in zip(steps, _case_results(cases, params, model, cancel)):
+        rows.extend(case_rows)
+        done += case_steps
+        last = case_rows[-1]
+        progress(done / total, f"{last['scenario']} {'reactive' if last['reactive'] else 'replay'} {last['planner']}: CLS {last['cls']:.1f}")
     latency = _latency(params, model, cancel) if model is not None and params.latency_replans > 0 else {}
     progress(1.0, "done")
     return summarise(rows, params, latency)
+
+
+Case = tuple[str, str, int]  # (group, procedural type or CommonRoad path, seed)
+
+
+def _modes(group: str, reactive: bool) -> tuple[bool, ...]:
+    return (reactive,) if group == "procedural" else (False, True)  # CommonRoad: replay and reactive
+
+
+def _case_results(cases: list[Case], params: SuiteParams, model, cancel: CancelToken) -> Iterator[list[dict[str, Any]]]:
+    """Each case's rows, in case order. Episodes are independent and every planner seeds its own
+    sampler, so ``workers`` one-thread processes give the rows one process gives."""
+    if params.workers <= 1 or len(cases) <= 1:
+        for case in cases:
+            yield _case_rows(case, params, model, cancel)
+        return
+    pool = multiprocessing.get_context("spawn").Pool(min(params.workers, len(cases)), initializer=pool_worker_setup)
+    try:
+        results = pool.imap(partial(_worker_case_rows, params=params), cases)
+        for _ in cases:
+            while True:  # wait in short slices so that a cancel is seen within a fraction of a second
+                cancel.raise_if_cancelled()
+                try:
+                    case_rows = results.next(timeout=0.2)
+                    break
+                except multiprocessing.TimeoutError:
+                    continue
+            yield case_rows
+        pool.close()
+    finally:
+        pool.terminate()  # on cancel or error: stop the episodes under way instead of waiting for them
+
+
+@lru_cache(maxsize=1)
+def _worker_model(checkpoint: str | None):
+    from .planners.diffusion_planner import load_model
+
+    return load_model(checkpoint)[0]
+
+
+def _worker_case_rows(case: Case, params: SuiteParams) -> list[dict[str, Any]]:
+    model = _worker_model(params.checkpoint) if any(p.startswith("diffusion") for p in params.planners) else None
+    return _case_rows(case, params, model, NEVER_CANCELLED)
+
+
+def _case_rows(case: Case, params: SuiteParams, model, cancel: CancelToken) -> list[dict[str, Any]]:
+    """Every planner on one scenario, in each of its modes, scored against the expert's progress."""
+    group, kind, seed = case
+    if group == "procedural":
+        sc = generate(kind, seed)
+    else:
+        from .commonroad_import import load_commonroad
+
+        sc = load_commonroad(Path(kind))
+        kind = Path(kind).stem
+    scene = Scene(sc)
+    rows = []
+    for reactive in _modes(group, params.reactive):
+        expert = expert_rollout(scene, reactive)
+        for name in params.planners:
+            cancel.raise_if_cancelled()
+            planner = make_planner(_params(name, seed, params.checkpoint), model)
+            t0 = time.perf_counter()
+            rollout = run_episode(scene, planner, reactive, cancel=cancel)
+            seconds = time.perf_counter() - t0
+            ep = episode_from_rollout(scene, rollout, name, {}, reactive, expert)
+            m = ep.metrics
+            rows.append({
+                "group": group, "type": kind, "seed": seed, "scenario": sc.name, "reactive": reactive, "planner": name,
+                "cls": 100.0 * m.score, "at_fault": m.at_fault, "multipliers": m.multipliers, "weighted": m.weighted,
+                "episode_s": seconds, "replan_ms": float(np.median([p.ms for p in ep.plans])),
+            })
+    return rows
 
 
 def _latency(params: SuiteParams, model, cancel: CancelToken) -> dict[str, Any]:

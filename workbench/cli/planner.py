@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
     suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60; 0 skips it)")
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
+    suite.add_argument("--workers", type=int, default=2,
+                       help="processes running scenarios side by side, one torch thread each (default 2; the scores do not depend on it)")
     suite.add_argument("--out", type=output_file, help="also write the JSON result to this file")
 
     video = add_command(group, "video", cmd_video, "render an episode to .mp4 or .gif")
@@ -99,7 +101,7 @@ def cmd_suite(args: argparse.Namespace) -> None:
 
     _configure()
     params = SuiteParams(n=args.n, seed=args.seed, planners=tuple(p.strip() for p in args.planners.split(",") if p.strip()),
-                         commonroad=not args.no_commonroad, latency_replans=args.latency_replans,
+                         commonroad=not args.no_commonroad, latency_replans=args.latency_replans, workers=args.workers,
                          checkpoint=str(args.checkpoint) if args.checkpoint else None)
     with cli_job(args, "suite ") as (progress, cancel):
         result = run_suite(params, progress=progress, cancel=cancel)

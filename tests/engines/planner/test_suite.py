@@ -1,9 +1,14 @@
 """The suite's target checks: each CLS difference comes with a paired interval over the scenarios."""
 from __future__ import annotations
 
-import numpy as np
+import time
+from dataclasses import replace
 
-from engines.planner.suite import GUIDED, SuiteParams, summarise
+import numpy as np
+import pytest
+
+from engines.core import CancelToken, Cancelled, EngineError
+from engines.planner.suite import GUIDED, SuiteParams, run_suite, summarise
 
 MULTIPLIERS = {"no_at_fault_collisions": 1.0, "drivable_area_compliance": 1.0}
 WEIGHTED = {"progress": 1.0, "ttc": 1.0, "speed_limit": 1.0, "comfort": 1.0}
@@ -35,3 +40,25 @@ def test_differences_carry_a_paired_interval_that_brackets_them() -> None:
     assert 6.0 < low and high < 12.0  # paired: the scenes' spread of 70 points cancels
     assert "at_fault_rate[diffusion]" in checks and "ci95" not in checks["at_fault_rate[diffusion]"]
     assert f"[{low:+.1f}, {high:+.1f}]" in result["table"]
+
+
+def test_workers_give_the_rows_one_process_gives_and_stop_on_cancel() -> None:
+    """Scenarios run in one-thread worker processes: every score must match the serial run (each
+    planner seeds its own sampler), and a cancel must stop the pool instead of draining it."""
+    params = SuiteParams(n=2, seed=3, planners=("diffusion", "idm"), commonroad=False, latency_replans=0)
+    serial = run_suite(params)["rows"]
+    parallel = run_suite(replace(params, workers=2))["rows"]
+    key = [(r["scenario"], r["planner"], r["cls"], r["at_fault"], r["multipliers"]) for r in serial]
+    assert len(key) == 4
+    assert key == [(r["scenario"], r["planner"], r["cls"], r["at_fault"], r["multipliers"]) for r in parallel]
+
+    cancel = CancelToken()
+    t0 = time.perf_counter()
+    with pytest.raises(Cancelled):
+        run_suite(replace(params, n=40, workers=2), progress=lambda f, text: cancel.cancel(), cancel=cancel)
+    assert time.perf_counter() - t0 < 50  # draining 40 scenarios would take about 100 s
+
+
+def test_impossible_worker_counts_are_refused() -> None:
+    with pytest.raises(EngineError, match="--workers must be at least 1"):
+        run_suite(SuiteParams(n=1, planners=("idm",), commonroad=False, latency_replans=0, workers=0))
