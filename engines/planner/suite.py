@@ -2,12 +2,12 @@
 CommonRoad files, in one run, with the spec's targets as measured differences and ratios."""
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache, partial
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ GUIDED = "diffusion+guidance"
 GUIDED_TERMS = "collision,drivable"
 TARGETS = {"diffusion_minus_idm": 10.0, "pdm_minus_diffusion": 3.0, "guided_minus_pdm": 0.0, "at_fault_rate": 0.02,
            "replan_ms": 50.0, "episode_s": 10.0}
+
+Case = tuple[str, str, int]  # (group, procedural type or CommonRoad path, seed): what one worker job runs
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,6 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     latency = _latency(params, model, cancel) if model is not None and params.latency_replans > 0 else {}
     progress(1.0, "done")
     return summarise(rows, params, latency)
-
-
-Case = tuple[str, str, int]  # (group, procedural type or CommonRoad path, seed)
 
 
 def _modes(group: str, reactive: bool) -> tuple[bool, ...]:

@@ -127,6 +127,7 @@ def test_suite_latency_replans_zero_skips_the_latency_figure(cli) -> None:
     data = json.loads(out.stdout)
     assert data["procedural"]["diffusion"]["scenarios"] == 1 and not data.get("latency")
     assert "--latency-replans must be 0" in one_error(cli("planner", "suite", "--n", "1", "--latency-replans", "-1"))
+    assert "--workers must be at least 1" in one_error(cli("planner", "suite", "--n", "1", "--workers", "0"))
 
 
 def test_impossible_training_settings_fail_before_any_data_is_generated(cli, tmp_path: Path) -> None:
