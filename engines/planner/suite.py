@@ -69,7 +69,7 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     if unknown:
         raise EngineError(f"unknown planner(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
     model = None
-    if any(p.startswith("diffusion") for p in params.planners):
+    if _needs_model(params):
         from .planners.diffusion_planner import load_model
 
         model, _ = load_model(params.checkpoint)  # a bad checkpoint fails here, before any worker starts
@@ -88,6 +88,10 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     latency = _latency(params, model, cancel) if model is not None and params.latency_replans > 0 else {}
     progress(1.0, "done")
     return summarise(rows, params, latency)
+
+
+def _needs_model(params: SuiteParams) -> bool:
+    return any(p.startswith("diffusion") for p in params.planners)
 
 
 def _modes(group: str, reactive: bool) -> tuple[bool, ...]:
@@ -126,7 +130,7 @@ def _worker_model(checkpoint: str | None):
 
 
 def _worker_case_rows(case: Case, params: SuiteParams) -> list[dict[str, Any]]:
-    model = _worker_model(params.checkpoint) if any(p.startswith("diffusion") for p in params.planners) else None
+    model = _worker_model(params.checkpoint) if _needs_model(params) else None
     return _case_rows(case, params, model, NEVER_CANCELLED)
 
 
