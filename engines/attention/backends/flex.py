@@ -21,7 +21,13 @@ from ..representation import FlashMask
 
 BLOCK = 128  # FlexAttention's default (and only well-trodden) block size
 
-BLOCK_MASKS = MaskCache()  # built once per mask, as Flex's documentation recommends
+def _block_mask_bytes(bm) -> int:
+    """The BlockMask's index tensors plus the interval vectors its ``mask_mod`` closes over."""
+    held = list(bm.as_tuple()) + [cell.cell_contents for cell in bm.mask_mod.__closure__ or ()]
+    return sum(t.numel() * t.element_size() for t in held if isinstance(t, torch.Tensor))
+
+
+BLOCK_MASKS = MaskCache(weigh=_block_mask_bytes)  # built once per mask, as Flex's documentation recommends
 
 
 @functools.lru_cache(maxsize=1)

@@ -44,3 +44,52 @@ def test_least_recently_used_entries_leave_first():
     assert len(calls) == 3
     cache.get(masks[1], None, _counting_build(calls))
     assert len(calls) == 4
+
+
+def test_entries_leave_when_their_bytes_pass_the_budget_but_the_newest_stays():
+    cache = MaskCache(size=10, budget_bytes=100, weigh=lambda value: value)
+    masks = [build("sliding_window", 128, {"window": w}) for w in (1, 2, 3)]
+    calls: list = []
+
+    def weighing(weight: int):
+        def build_value():
+            calls.append(weight)
+            return weight
+
+        return build_value
+
+    cache.get(masks[0], None, weighing(60))
+    cache.get(masks[1], None, weighing(30))
+    cache.get(masks[0], None, weighing(60))  # a hit, refreshed: masks[1] is now the oldest
+    cache.get(masks[2], None, weighing(500))  # over budget alone: kept, everything older leaves
+    assert calls == [60, 30, 500]
+    cache.get(masks[2], None, weighing(500))
+    assert calls == [60, 30, 500]
+    cache.get(masks[0], None, weighing(60))
+    cache.get(masks[1], None, weighing(30))
+    assert calls == [60, 30, 500, 60, 30]
+
+
+def test_the_plan_cache_holds_a_rotation_of_every_library_mask():
+    """The benchmark times the library masks in rotation: a cache smaller than the rotation
+    would rebuild every plan on every call (an LRU thrash)."""
+    from engines.attention.backends.blocksparse import PLANS
+    from engines.attention.library import MASKS
+
+    assert PLANS.size >= len(MASKS) + 1  # + the full mask the benchmark adds when it is not a case
+    cache, calls = MaskCache(size=PLANS.size), []
+    masks = [build(name, 256) for name in MASKS]
+    for _ in range(3):
+        for mask in masks:
+            cache.get(mask, None, _counting_build(calls))
+    assert len(calls) == len(masks)
+
+
+def test_flex_block_masks_are_weighed_by_their_tensors():
+    from engines.attention.backends.flex import _block_mask_bytes, block_mask
+
+    n, heads = 1024, 4
+    weight = _block_mask_bytes(block_mask(build("sliding_window", n), heads))
+    vectors = 4 * heads * n * 8  # the four interval vectors broadcast to every head, int64
+    indices = 4 * heads * (n // 128) * (1 + n // 128) * 4  # four (count, index) pairs, int32
+    assert vectors + indices <= weight <= vectors + indices + 64  # + the causal and offset scalars
