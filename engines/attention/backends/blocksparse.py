@@ -12,15 +12,16 @@ of the fused CPU flash kernel (``cpu_flash.py``), merged exactly through their l
 * leaves that are the same call shifted by a constant step (a diagonal band) are batched into one
   call through strided views.
 
-Memory: the vectors, the plan and one piece mask per call, never N². All calls go through
-single-threaded workers fed largest first from one queue (``workers.py``) and fold their rows in
-under one lock per 64 query rows (tasks on other rows fold in at the same time), so a busy
-machine costs no OpenMP barrier per call. Backward replays the plan with the fused backward op,
+Memory: the vectors, the plan and its piece masks up to a budget (the rest built per call),
+never N². All calls go through single-threaded workers fed largest first from one queue
+(``workers.py``) and fold their rows in under one lock per 64 query rows (tasks on other rows
+fold in at the same time), so a busy machine costs no OpenMP barrier per call. Backward replays the plan with the fused backward op,
 which, given the merged output and log-sum-exp, returns each piece's exact share of dQ, dK and dV.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from dataclasses import dataclass, replace
 
@@ -39,6 +40,7 @@ BLOCK_Q = 128
 BLOCK_K = 128
 GROUP_LEVELS = (8, 4, 2)  # query tiles merged for shared unmasked key blocks, largest first
 MAX_MASKED_COLS = 2048  # widest masked run per call: bounds a tile mask to BLOCK_Q x 2048
+STORED_MASK_BYTES = 256 * 2**20  # piece masks a plan keeps; the rest are built at each call
 LEAF_SPLIT = 2  # leaves are this many times shorter (and their key blocks narrower) than tiles
 MAX_BATCH = 16  # tiles of a diagonal band per batched call (smaller batches balance the workers)
 LOCK_ROWS = 64  # query rows per output lock (the leaf height at 128-row tiles)
@@ -46,7 +48,7 @@ TASKS_PER_WORKER = 8  # below this many tasks per worker, shared-mask heads are 
 
 # A mask's plan is built once (2-12 ms at N = 8192, 190 ms for random eviction) and reused while it
 # repeats; weighed by its piece masks, the only part that grows with the mask's irregularity.
-PLANS = MaskCache(weigh=lambda plan: sum(b.numel() * b.element_size() for b in plan.biases))
+PLANS = MaskCache(weigh=lambda plan: plan.pieces.nbytes)
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Run:
 
     c0: int
     c1: int
-    bias: int = -1  # index into Plan.biases (an additive mask for this piece); -1: no mask at all
+    bias: int = -1  # index into Plan.pieces (an additive mask for this piece); -1: no mask at all
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class Plan:
     tasks: list[Task]
     block_q: int
     mask: FlashMask
-    biases: list[torch.Tensor]  # one additive mask per distinct pattern (tiles of a band share one)
+    pieces: PieceMasks  # one additive mask per distinct pattern (tiles of a band share one)
 
 
 def make_plan(
@@ -99,12 +101,12 @@ def make_plan(
     layout = classify(mask, block_q, block_k)
     split = LEAF_SPLIT if block_q % LEAF_SPLIT == 0 and block_k % LEAF_SPLIT == 0 else 1  # leaves: 1/split of a tile high
     fine = classify(mask, block_q // split, block_k // split)
-    biases = _Biases(mask, dtype)
+    pieces = PieceMasks(mask, dtype, STORED_MASK_BYTES)
     per_head: dict[tuple[int, int], list[Task]] = {}
 
     def head_tasks(b: int, hm: int) -> list[Task]:
         if (b, hm) not in per_head:
-            per_head[b, hm] = _head_tasks(layout, fine, split, b, hm, biases)
+            per_head[b, hm] = _head_tasks(layout, fine, split, b, hm, pieces)
         return per_head[b, hm]
 
     if mask.heads == 1 or bool((mask.indices == mask.indices[:, :1]).all()):
@@ -115,10 +117,10 @@ def make_plan(
         groups = [(b, slice(h, h + 1), h) for b in range(mask.batch) for h in range(mask.heads)]
     tasks = [replace(task, group=g) for g, (b, _, hm) in enumerate(groups) for task in head_tasks(b, hm)]
     tasks.sort(key=lambda task: -task.cost)  # LPT: the workers finish together
-    return Plan(groups, tasks, block_q, mask, biases.tensors)
+    return Plan(groups, tasks, block_q, mask, pieces)
 
 
-def _head_tasks(layout: BlockLayout, fine: BlockLayout, split: int, b: int, hm: int, biases: "_Biases") -> list[Task]:
+def _head_tasks(layout: BlockLayout, fine: BlockLayout, split: int, b: int, hm: int, pieces: "PieceMasks") -> list[Task]:
     """The calls for one mask head (group index 0): shared unmasked blocks of aligned tile groups,
     then what each tile still needs as half-height leaves, diagonal bands batched."""
     rows, cols = layout.row_edges, layout.col_edges
@@ -152,38 +154,60 @@ def _head_tasks(layout: BlockLayout, fine: BlockLayout, split: int, b: int, hm: 
                 else:
                     for a in range(c0, c1, MAX_MASKED_COLS):
                         a1 = min(a + MAX_MASKED_COLS, c1)
-                        runs.append(Run(a, a1, biases.index(b, hm, r0, r1, a, a1)))
+                        runs.append(Run(a, a1, pieces.index(b, hm, r0, r1, a, a1)))
             if runs:
                 leaves.append(Task(0, r0, r1, tuple(runs)))
     return tasks + _batch_band(leaves)
 
 
-class _Biases:
-    """Additive masks of the masked runs, one tensor per distinct pattern relative to the piece's
-    corner: every diagonal tile of a sliding window, say, shares one."""
+class PieceMasks:
+    """Additive masks of the masked runs, one per distinct pattern relative to the piece's corner:
+    every diagonal tile of a sliding window, say, shares one.
 
-    def __init__(self, mask: FlashMask, dtype: torch.dtype) -> None:
+    A plan keeps them up to ``budget`` bytes. Masks whose partial tiles all differ (random
+    eviction) would need about 2 N^2 bytes (2 GiB at N = 32768), so past the budget a pattern is
+    remembered by its piece and built at each call: a plan never holds N^2 memory."""
+
+    def __init__(self, mask: FlashMask, dtype: torch.dtype, budget: int) -> None:
         iv = mask.intervals()
         self.vectors = np.stack([iv.lts, iv.lte, iv.uts, iv.ute], axis=2)  # [B, Hm, 4, N_k]
-        self.mask, self.dtype = mask, dtype
-        self.tensors: list[torch.Tensor] = []
+        self.mask, self.dtype, self.budget = mask, dtype, budget
+        self.nbytes = 0  # of the masks kept
+        self._items: list[torch.Tensor | tuple[int, int, int, int, int, int]] = []  # a mask, or its piece
         self._ids: dict[tuple, int] = {}
 
     def index(self, b: int, hm: int, r0: int, r1: int, c0: int, c1: int) -> int:
         """The mask of rows [r0, r1) x columns [c0, c1): 0 where visible, a huge negative where hidden."""
+        pattern = self._pattern(b, hm, r0, r1, c0, c1)
+        key = (r1 - r0, c1 - c0, pattern[1], hashlib.blake2b(pattern[0].tobytes(), digest_size=16).digest())
+        found = self._ids.get(key)
+        if found is None:
+            size = (r1 - r0) * (c1 - c0) * torch.empty(0, dtype=self.dtype).element_size()
+            if self.nbytes + size <= self.budget:
+                self._items.append(self._build(*pattern))
+                self.nbytes += size
+            else:
+                self._items.append((b, hm, r0, r1, c0, c1))
+            found = self._ids[key] = len(self._items) - 1
+        return found
+
+    def get(self, i: int) -> torch.Tensor:
+        item = self._items[i]
+        return item if isinstance(item, torch.Tensor) else self._build(*self._pattern(*item))
+
+    def _pattern(self, b: int, hm: int, r0: int, r1: int, c0: int, c1: int) -> tuple[np.ndarray, int | None, int]:
+        """The piece's intervals relative to its corner, its causal diagonal's shift, its height."""
         height = r1 - r0
         rel = np.clip(self.vectors[b, hm, :, c0:c1] - r0, 0, height)
         shift = min(max(c0 - r0 - self.mask.offset, -(c1 - c0)), height) if self.mask.causal else None
-        key = (height, c1 - c0, shift, rel.tobytes())
-        found = self._ids.get(key)
-        if found is None:
-            i = np.arange(height)[:, None]
-            hidden = ((i >= rel[0]) & (i < rel[1])) | ((i >= rel[2]) & (i < rel[3]))
-            if shift is not None:
-                hidden |= np.arange(c1 - c0)[None, :] + shift > i
-            self.tensors.append(torch.from_numpy(np.where(hidden, masked_value(self.dtype), 0.0)).to(self.dtype))
-            found = self._ids[key] = len(self.tensors) - 1
-        return found
+        return rel, shift, height
+
+    def _build(self, rel: np.ndarray, shift: int | None, height: int) -> torch.Tensor:
+        i = np.arange(height)[:, None]
+        hidden = ((i >= rel[0]) & (i < rel[1])) | ((i >= rel[2]) & (i < rel[3]))
+        if shift is not None:
+            hidden |= np.arange(rel.shape[1])[None, :] + shift > i
+        return torch.from_numpy(np.where(hidden, masked_value(self.dtype), 0.0)).to(self.dtype)
 
 
 def _batch_band(leaves: list[Task]) -> list[Task]:
@@ -236,7 +260,7 @@ def _band(x: torch.Tensor, b: int, heads: slice, start: int, length: int, task: 
 def _call(plan: Plan, task: Task, run: Run, q, k, v):
     """Arguments of the fused op for one run: (q rows, k cols, v cols, additive mask or None)."""
     b, heads, hm = plan.groups[task.group]
-    bias = plan.biases[run.bias] if run.bias >= 0 else None
+    bias = plan.pieces.get(run.bias) if run.bias >= 0 else None
     height, width = task.r1 - task.r0, run.c1 - run.c0
     return (
         _band(q, b, heads, task.r0, height, task),

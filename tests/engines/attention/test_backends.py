@@ -79,6 +79,27 @@ def test_blocksparse_is_the_same_with_many_workers(monkeypatch, workers: str) ->
         assert _err(blocksparse.attention(q, k, v, mask), ref) < TOL, f"{name}, {workers} workers"
 
 
+def test_piece_masks_past_the_budget_are_built_per_call_with_the_same_result(monkeypatch) -> None:
+    """Random eviction's partial tiles all differ: kept, their masks would grow as N^2."""
+    n = 1000
+    mask = build("random_eviction", n)
+    q, k, v = _qkv(n, n, 2, grad=True)
+    grad = torch.randn(q.shape, generator=torch.Generator().manual_seed(1))
+    kept = blocksparse.make_plan(mask, heads=2, block_q=32, block_k=32)
+    assert kept.pieces.nbytes > 100_000
+    budget = 40_000
+    monkeypatch.setattr(blocksparse, "STORED_MASK_BYTES", budget)
+    lean = blocksparse.make_plan(mask, heads=2, block_q=32, block_k=32)
+    assert 0 < lean.pieces.nbytes <= budget
+    assert [t.runs for t in lean.tasks] == [t.runs for t in kept.tasks]
+    ref_out = flashmask_attention(q, k, v, mask, causal=True, backend="reference")
+    ref = torch.autograd.grad(ref_out, (q, k, v), grad)
+    out = blocksparse.BlockSparseAttention.apply(q, k, v, lean)
+    assert _err(out, ref_out) < TOL
+    for which, a, b in zip("qkv", torch.autograd.grad(out, (q, k, v), grad), ref):
+        assert _err(a, b) < TOL, f"d{which}"
+
+
 def test_rows_without_a_visible_key_are_zero() -> None:
     q, k, v = _qkv(20, 20, 1)
     mask = build("qk_sparse", 20, {"start": 0, "length": 8})  # rows 0..7 see no key
