@@ -15,8 +15,9 @@ of the fused CPU flash kernel (``cpu_flash.py``), merged exactly through their l
 Memory: the vectors, the plan and its piece masks up to a budget (the rest built per call),
 never N². All calls go through single-threaded workers fed largest first from one queue
 (``workers.py``) and fold their rows in under one lock per 64 query rows (tasks on other rows
-fold in at the same time), so a busy machine costs no OpenMP barrier per call. Backward replays the plan with the fused backward op,
-which, given the merged output and log-sum-exp, returns each piece's exact share of dQ, dK and dV.
+fold in at the same time), so a busy machine costs no OpenMP barrier per call. Backward replays
+the plan with the fused backward op, which, given the merged output and log-sum-exp, returns each
+piece's exact share of dQ, dK and dV.
 """
 from __future__ import annotations
 

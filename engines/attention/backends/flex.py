@@ -21,6 +21,7 @@ from ..representation import FlashMask
 
 BLOCK = 128  # FlexAttention's default (and only well-trodden) block size
 
+
 def _block_mask_bytes(bm) -> int:
     """The BlockMask's index tensors plus the interval vectors its ``mask_mod`` closes over."""
     held = list(bm.as_tuple()) + [cell.cell_contents for cell in bm.mask_mod.__closure__ or ()]
