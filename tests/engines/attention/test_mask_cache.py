@@ -70,21 +70,6 @@ def test_entries_leave_when_their_bytes_pass_the_budget_but_the_newest_stays():
     assert calls == [60, 30, 500, 60, 30]
 
 
-def test_the_plan_cache_holds_a_rotation_of_every_library_mask():
-    """The benchmark times the library masks in rotation: a cache smaller than the rotation
-    would rebuild every plan on every call (an LRU thrash)."""
-    from engines.attention.backends.blocksparse import PLANS
-    from engines.attention.library import MASKS
-
-    assert PLANS.size >= len(MASKS) + 1  # + the full mask the benchmark adds when it is not a case
-    cache, calls = MaskCache(size=PLANS.size), []
-    masks = [build(name, 256) for name in MASKS]
-    for _ in range(3):
-        for mask in masks:
-            cache.get(mask, None, _counting_build(calls))
-    assert len(calls) == len(masks)
-
-
 def test_flex_block_masks_are_weighed_by_their_tensors():
     from engines.attention.backends.flex import _block_mask_bytes, block_mask
 

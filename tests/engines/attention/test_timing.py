@@ -30,6 +30,24 @@ def test_time_cases_reports_every_backend_with_its_full_mask_time() -> None:
     assert timing_csv(report).count("\n") == 3
 
 
+def test_a_timing_run_builds_each_plan_once(monkeypatch) -> None:
+    """Every library mask timed in rotation: the plan cache must hold the whole rotation (an
+    8-entry LRU rebuilt every plan on every call of the benchmark)."""
+    from engines.attention import MASKS
+    from engines.attention.backends import blocksparse
+
+    from engines.attention.mask_cache import MaskCache
+
+    shipped = blocksparse.PLANS  # the same settings, empty
+    monkeypatch.setattr(blocksparse, "PLANS", MaskCache(shipped.size, shipped.budget_bytes, shipped.weigh))
+    built: list[int] = []
+    make_plan = blocksparse.make_plan
+    monkeypatch.setattr(blocksparse, "make_plan", lambda *a, **kw: built.append(1) or make_plan(*a, **kw))
+    settings = replace(TINY, backends=("blocksparse",), repeats=3)
+    time_cases([(name, {}, build(name, 64)) for name in MASKS], settings)
+    assert len(built) == len(MASKS)
+
+
 def test_settings_and_sizes_are_checked() -> None:
     with pytest.raises(EngineError, match="unknown backend"):
         time_cases([("causal", {}, build("causal", 64))], TimingSettings(backends=("turbo",)))
