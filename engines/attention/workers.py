@@ -7,12 +7,16 @@ shared queue (the ops release the GIL): a stalled worker only delays its own til
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import torch
+
+from engines.core import NEVER_CANCELLED, CancelToken
 
 T = TypeVar("T")
 
@@ -20,6 +24,23 @@ _lock = threading.Lock()
 _DONE = object()  # end of the shared queue
 _pool: ThreadPoolExecutor | None = None
 _size = 0
+# The token of the job this call belongs to: the attention API has Paddle's signature, with no
+# place for one, and one call at N = 128K runs for minutes.
+_cancel: contextvars.ContextVar[CancelToken] = contextvars.ContextVar("flashmask_cancel", default=NEVER_CANCELLED)
+
+
+@contextlib.contextmanager
+def cancel_scope(token: CancelToken) -> Iterator[None]:
+    """Calls made inside stop between their tasks once ``token`` is cancelled (raising Cancelled)."""
+    reset = _cancel.set(token)
+    try:
+        yield
+    finally:
+        _cancel.reset(reset)
+
+
+def current_cancel() -> CancelToken:
+    return _cancel.get()
 
 
 def _single_threaded(ready: threading.Barrier) -> None:
@@ -55,17 +76,21 @@ def run_items(fn: Callable[[T], None], items: Sequence[T]) -> None:
     """Call ``fn`` on every item, spread over ``worker_count()`` workers, in the given order.
 
     Each worker drains one shared iterator: submitting one future per item would keep the caller
-    busy in Python (holding the GIL) while the first workers want to start."""
+    busy in Python (holding the GIL) while the first workers want to start. Between items the
+    workers look at the job's cancel token (``cancel_scope``) and stop; the caller then raises
+    Cancelled."""
+    cancel = current_cancel()
     n = worker_count()
     if n <= 1 or len(items) <= 1:
         for item in items:
+            cancel.raise_if_cancelled()
             fn(item)
         return
     pending = iter(items)
     lock = threading.Lock()
 
     def drain() -> None:
-        while True:
+        while not cancel.cancelled():
             with lock:
                 item = next(pending, _DONE)
             if item is _DONE:
@@ -74,4 +99,5 @@ def run_items(fn: Callable[[T], None], items: Sequence[T]) -> None:
 
     for future in [_workers(n).submit(drain) for _ in range(min(n, len(items)))]:
         future.result()
+    cancel.raise_if_cancelled()
 

@@ -35,7 +35,7 @@ from ..blocks import MASKED, PARTIAL, UNMASKED, BlockLayout, classify
 from ..cpu_flash import NO_KEY_LSE, flash_backward, flash_forward, masked_value, merge_into
 from ..mask_cache import MaskCache
 from ..representation import FlashMask
-from ..workers import run_items, worker_count
+from ..workers import current_cancel, run_items, worker_count
 
 BLOCK_Q = 128
 BLOCK_K = 128
@@ -325,7 +325,9 @@ def backward(
     grad_out = grad_out.contiguous()
     # Rows that saw no key: +inf makes every probability exp(s - lse) vanish in the backward op.
     lse = lse.masked_fill(torch.isneginf(lse), float("inf"))
+    cancel = current_cancel()
     for task in plan.tasks:  # serial: tasks share key columns, so dK/dV would race
+        cancel.raise_if_cancelled()
         b, heads, _ = plan.groups[task.group]
         height = task.r1 - task.r0
         g_rows, o_rows, l_rows = (_band(x, b, heads, task.r0, height, task) for x in (grad_out, out, lse))

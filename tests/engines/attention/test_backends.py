@@ -100,6 +100,36 @@ def test_piece_masks_past_the_budget_are_built_per_call_with_the_same_result(mon
         assert _err(a, b) < TOL, f"d{which}"
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_cancelled_job_stops_blocksparse_between_its_tasks(monkeypatch, workers: str) -> None:
+    """One call at N = 128K runs for minutes: Cancel must not wait for all of it."""
+    from engines.attention.workers import cancel_scope
+    from engines.core import CancelToken, Cancelled
+
+    monkeypatch.setenv("FLASHMASK_THREADS", workers)
+    q, k, v = _qkv(1000, 1000, 3, grad=True)
+    mask = build("sliding_window", 1000, {"window": 100})
+    plan = blocksparse.make_plan(mask, heads=2, block_q=32, block_k=32, workers=int(workers))
+    assert len(plan.tasks) > 20
+    token, calls = CancelToken(), []
+    run = blocksparse.flash_forward
+
+    def counting(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            token.cancel()
+        return run(*args)
+
+    monkeypatch.setattr(blocksparse, "flash_forward", counting)
+    with cancel_scope(token), pytest.raises(Cancelled):
+        blocksparse.forward(q.detach(), k.detach(), v.detach(), plan)
+    assert len(calls) < 10  # the tasks under way finish, no new one starts
+    monkeypatch.setattr(blocksparse, "flash_forward", run)
+    out = blocksparse.BlockSparseAttention.apply(q, k, v, plan)  # outside the scope: runs whole
+    with cancel_scope(token), pytest.raises(Cancelled):
+        out.sum().backward()
+
+
 def test_rows_without_a_visible_key_are_zero() -> None:
     q, k, v = _qkv(20, 20, 1)
     mask = build("qk_sparse", 20, {"start": 0, "length": 8})  # rows 0..7 see no key

@@ -66,6 +66,19 @@ def test_timing_can_be_cancelled() -> None:
         time_cases([("causal", {}, build("causal", 128))], TINY, cancel=token)
 
 
+def test_a_cancel_during_a_timed_call_reaches_the_kernel(monkeypatch) -> None:
+    from engines.attention.backends import blocksparse
+
+    token, calls = CancelToken(), []
+    run = blocksparse.flash_forward
+    monkeypatch.setattr(blocksparse, "flash_forward", lambda *a: calls.append(1) or run(*a))
+    settings = replace(TINY, backends=("blocksparse",), warmup=0, repeats=1)
+    progress = lambda fraction, text: token.cancel() if "causal" in text else None  # noqa: E731
+    with pytest.raises(Cancelled):
+        time_cases([("causal", {}, build("causal", 512))], settings, progress=progress, cancel=token)
+    assert calls == []  # cancelled after the check before the call: the call itself stopped
+
+
 def test_sweep_spans_a_range_of_rho() -> None:
     sweep = time_sweep("causal_document", 512, None, TimingSettings(heads=2, dim=16, repeats=1, backends=("blocksparse",)))
     rhos = [p.rho for p in sweep.points]
