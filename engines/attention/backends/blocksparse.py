@@ -174,6 +174,7 @@ class PieceMasks:
         # [B, Hm, 4, N_k]; int32 (N <= 2^20): the comparisons that build a mask run 4x faster than in int64
         self.vectors = np.stack([iv.lts, iv.lte, iv.uts, iv.ute], axis=2).astype(np.int32)
         self.mask, self.dtype, self.budget = mask, dtype, budget
+        self._itemsize = torch.empty(0, dtype=dtype).element_size()
         self.nbytes = 0  # of the masks kept
         self._items: list[torch.Tensor | tuple[int, int, int, int, int, int]] = []  # a mask, or its piece
         self._ids: dict[tuple, int] = {}
@@ -184,7 +185,7 @@ class PieceMasks:
         key = (r1 - r0, c1 - c0, pattern[1], hashlib.blake2b(pattern[0].tobytes(), digest_size=16).digest())
         found = self._ids.get(key)
         if found is None:
-            size = (r1 - r0) * (c1 - c0) * torch.empty(0, dtype=self.dtype).element_size()
+            size = (r1 - r0) * (c1 - c0) * self._itemsize
             if self.nbytes + size <= self.budget:
                 self._items.append(self._build(*pattern))
                 self.nbytes += size
