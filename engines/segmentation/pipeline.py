@@ -23,6 +23,7 @@ from .objectness import RewardParams, score_crops
 from .planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
 from .pointio import PointCloud
 from .ranking import RankParams, ranked_scores
+from .unclaimed import UnclaimedParams, ranked_after, unclaimed_parts
 
 # A scan denser than this is thinned before the search: the procedural rooms hold 20-40 points
 # within 0.15 m of a point on average, a dense scan of a single chair thousands.
@@ -56,6 +57,7 @@ class SegmentParams:
     dedup: DedupParams = DedupParams()
     merge: MergeParams = MergeParams()
     rank: RankParams = RankParams()
+    unclaimed: UnclaimedParams = UnclaimedParams()
     dbscan: DbscanParams = DbscanParams()
 
     def __post_init__(self) -> None:
@@ -73,6 +75,7 @@ class Segment:
     bbox_min: tuple[float, float, float]
     bbox_max: tuple[float, float, float]
     centroid: tuple[float, float, float]
+    confirmed: bool = True  # False: points no search claimed, ranked after every confirmed segment (`unclaimed.py`)
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,8 @@ class SegmentationResult:
             "plane_points": self.plane_points,
             "seconds": round(self.seconds, 3),
             "segments": [
-                {"id": s.id, "points": s.points, "score": round(s.score, 4), "bbox": [list(s.bbox_min), list(s.bbox_max)], "centroid": list(s.centroid)}
+                {"id": s.id, "points": s.points, "score": round(s.score, 4), "confirmed": s.confirmed, "bbox": [list(s.bbox_min), list(s.bbox_max)],
+                 "centroid": list(s.centroid)}
                 for s in self.segments
             ],
             "trajectories": len(self.trajectories),
@@ -150,7 +154,7 @@ def method_params(params: SegmentParams, variant: str) -> SegmentParams:
     return replace(params, method=variant)
 
 
-def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray) -> tuple[Segment, ...]:
+def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray, unconfirmed: tuple[int, ...] = ()) -> tuple[Segment, ...]:
     out = []
     for k in range(1, int(instance.max(initial=0)) + 1):
         m = instance == k
@@ -158,7 +162,7 @@ def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray) -> tu
             continue
         p = points[m]
         r = lambda v: tuple(round(float(x), 4) for x in v)  # noqa: E731
-        out.append(Segment(k, int(m.sum()), float(score[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0))))
+        out.append(Segment(k, int(m.sum()), float(score[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0)), k not in unconfirmed))
     return tuple(out)
 
 
@@ -221,19 +225,24 @@ def _ranked(prior, points: np.ndarray, objects: np.ndarray, floor_z: float, inst
 
 
 def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: float, found: tuple[np.ndarray, np.ndarray, np.ndarray],
-              params: SegmentParams, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              params: SegmentParams, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
     """From both searches' labels on the object points (``keep``) to the finished, ranked segments
-    of all ``points``: grown, joined, floor and wall points given back, small ones dropped."""
+    of all ``points``: grown, joined, the unclaimed parts added (unconfirmed), floor and wall points
+    given back, small ones dropped. Returns instance, score, residual and the unconfirmed ids."""
     obj = points[keep]
     inst, sc, res = found
     inst, sc = _grown(obj, inst, sc, res, params)
     inst, sc = _merged(prior, obj, inst, sc, params, rng)
+    inst, added = unclaimed_parts(obj, inst, params.unclaimed)
     n = len(points)
     instance, score, residual = np.zeros(n, np.int32), np.zeros(n, np.float32), np.full(n, np.nan, np.float32)
     instance[keep], score[keep], residual[keep] = inst, sc, res
     instance, score = reclaim_plane_points(points, keep, planes, instance, score, params.planes)
     instance, score = drop_small_segments(instance, score, params.dedup.final_points)
-    return instance, _ranked(prior, points, keep, floor_z, instance, score, params, rng), residual
+    labels = instance[np.flatnonzero(keep)[added]]
+    unconfirmed = tuple(int(i) for i in np.unique(labels[labels > 0]))
+    score = ranked_after(instance, _ranked(prior, points, keep, floor_z, instance, score, params, rng), unconfirmed)
+    return instance, score, residual, unconfirmed
 
 
 def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
@@ -326,6 +335,7 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
     trajs: list[Trajectory] = []
     candidates: list[Candidate] = []
     anchors = np.zeros((0, 3))
+    unconfirmed: tuple[int, ...] = ()
     if params.method == "dbscan":
         progress(0.3, "clustering (DBSCAN)")
         inst, sc = _dbscan(obj, params.dbscan, params.dedup.final_points)  # no points given back: the final rule at once
@@ -352,14 +362,14 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             trajs, anchors = trajs + trajs2, np.concatenate([anchors, more])
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
         progress(0.9, "finishing and ranking the segments")
-        instance, score, residual = _finished(prior, points, keep, planes, floor_z, (inst, sc, res), params, rng)
+        instance, score, residual, unconfirmed = _finished(prior, points, keep, planes, floor_z, (inst, sc, res), params, rng)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
         instance, score, residual = _propagate(all_points, points, instance, score, residual)
     progress(1.0, "done")
     return SegmentationResult(
-        params.method, instance, score, residual, _segments(all_points, instance, score), tuple(trajs), tuple(candidates),
+        params.method, instance, score, residual, _segments(all_points, instance, score, unconfirmed), tuple(trajs), tuple(candidates),
         anchors, floor_z, int((~keep).sum()), int(len(sub)), time.perf_counter() - t0,
         params.agent.policy if params.method == "grabs" else "",
     )
@@ -416,9 +426,9 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     first = [c for c in result.candidates if not c.second]
     inst, sc, res = finalize(prior, points[obj_idx], floor_z, first, params, rng)
     inst, sc, res = _second_masks(prior, points[obj_idx], floor_z, list(result.candidates), params, rng, (inst, sc, res))
-    instance, score, residual = _finished(prior, points[sub], keep, planes, floor_z, (inst, sc, res), params, rng)
+    instance, score, residual, unconfirmed = _finished(prior, points[sub], keep, planes, floor_z, (inst, sc, res), params, rng)
     if len(sub) < len(points):
         instance, score, residual = _propagate(points, points[sub], instance, score, residual)
     progress(1.0, "done")
-    return replace(result, instance=instance, score=score, residual=residual, segments=_segments(points, instance, score),
+    return replace(result, instance=instance, score=score, residual=residual, segments=_segments(points, instance, score, unconfirmed),
                    seconds=time.perf_counter() - t0)

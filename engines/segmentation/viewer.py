@@ -265,6 +265,6 @@ def fit_selection(positions: np.ndarray, mask: np.ndarray) -> tuple[tuple[float,
     return tuple(float(v) for v in (lo + hi) / 2), float(max(np.linalg.norm(hi - lo), 0.2))
 
 
-def segment_rows(result: SegmentationResult) -> list[tuple[int, int, float]]:
-    """(id, points, score) per segment, for the segment list."""
-    return [(s.id, s.points, s.score) for s in result.segments]
+def segment_rows(result: SegmentationResult) -> list[tuple[int, int, float, bool]]:
+    """(id, points, score, confirmed) per segment, for the segment list."""
+    return [(s.id, s.points, s.score, s.confirmed) for s in result.segments]

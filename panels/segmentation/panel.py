@@ -446,7 +446,8 @@ class SegmentationPanel(MethodPanel):
         where = f"point {index:,} at ({p[0]:.2f}, {p[1]:.2f}, {p[2]:.2f})"
         if sid > 0:
             seg = next(s for s in self.view.result.segments if s.id == sid)
-            self.controls.info.setText(f"{where}: segment #{sid}, {seg.points:,} points, score {seg.score:.3f}")
+            kind = "" if seg.confirmed else " (unconfirmed: no search claimed it)"
+            self.controls.info.setText(f"{where}: segment #{sid}{kind}, {seg.points:,} points, score {seg.score:.3f}")
             self.segments.select_id(sid)
         else:
             self.controls.info.setText(f"{where}: no segment")

@@ -14,6 +14,10 @@ from PySide6.QtWidgets import (
 COLOR_MODES = ("instance", "ground truth", "score", "prior residual", "rgb", "errors")
 
 
+UNCONFIRMED_TIP = ("No search claimed these points: a connected part the prior never confirmed as an object, "
+                   "ranked after every confirmed segment")
+
+
 class SegmentList(QWidget):
     """Segments with a visibility box each, their sizes and scores; a row click selects one."""
 
@@ -27,6 +31,7 @@ class SegmentList(QWidget):
         self.table.setObjectName("segmentTable")
         self.table.setHorizontalHeaderLabels(["Segment", "Points", "Score"])
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)  # "#12 (unconfirmed)" on one line
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
@@ -44,17 +49,20 @@ class SegmentList(QWidget):
         layout.addLayout(row)
         self._filling = False
 
-    def fill(self, rows: list[tuple[int, int, float]]) -> None:
+    def fill(self, rows: list[tuple[int, int, float, bool]]) -> None:
         self._filling = True
         self.table.setRowCount(len(rows))
-        for r, (sid, points, score) in enumerate(rows):
-            item = QTableWidgetItem(f"#{sid}")
+        for r, (sid, points, score, confirmed) in enumerate(rows):
+            item = QTableWidgetItem(f"#{sid}" if confirmed else f"#{sid} (unconfirmed)")
             item.setData(Qt.ItemDataRole.UserRole, sid)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked)
-            self.table.setItem(r, 0, item)
-            self.table.setItem(r, 1, QTableWidgetItem(f"{points:,}"))
-            self.table.setItem(r, 2, QTableWidgetItem(f"{score:.3f}"))
+            cells = (item, QTableWidgetItem(f"{points:,}"), QTableWidgetItem(f"{score:.3f}"))
+            for c, cell in enumerate(cells):
+                if not confirmed:
+                    cell.setToolTip(UNCONFIRMED_TIP)
+                    cell.setForeground(self.palette().placeholderText())
+                self.table.setItem(r, c, cell)
         self._filling = False
 
     def hidden(self) -> set[int]:

@@ -169,10 +169,10 @@ def test_rescoring_with_new_thresholds(cloud, result) -> None:
     loose = replace(SMALL, reward=replace(SMALL.reward, found_threshold=0.3), rank=RankParams(enabled=False))
     again = resegment(result, cloud, loose)
     assert again.segments and again.trajectories == result.trajectories  # no new search
-    # Unranked, a segment's score is its objectness confidence: found means distance <= threshold, confidence >= 0.5.
-    assert all(seg.score >= 0.5 for seg in again.segments)
+    # Unranked, a confirmed segment's score is its objectness confidence: found means distance <= threshold, confidence >= 0.5.
+    assert all(seg.score >= 0.5 for seg in again.segments if seg.confirmed)
     strict = resegment(result, cloud, replace(SMALL, reward=replace(SMALL.reward, found_threshold=1e-4)))
-    assert not strict.segments and not strict.instance.any()
+    assert not any(seg.confirmed for seg in strict.segments)  # nothing found: only the unclaimed parts are left
     with pytest.raises(Exception, match="GrabS"):
         resegment(segment(cloud, replace(SMALL, method="dbscan")), cloud, loose)
 

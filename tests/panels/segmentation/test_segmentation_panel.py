@@ -63,6 +63,17 @@ def test_example_runs_and_draws(qapp, ran) -> None:
     assert not is_blank(grab_image(p))
 
 
+def test_unconfirmed_segments_are_marked_in_the_list(qapp, panel) -> None:
+    from panels.segmentation.sidebar import UNCONFIRMED_TIP
+
+    panel.segments.fill([(1, 400, 0.9, True), (2, 120, 0.01, False)])
+    table = panel.segments.table
+    assert table.item(0, 0).text() == "#1" and not table.item(0, 0).toolTip()
+    assert table.item(1, 0).text() == "#2 (unconfirmed)" and table.item(1, 2).toolTip() == UNCONFIRMED_TIP
+    assert table.item(1, 0).foreground().color() != table.item(0, 0).foreground().color()
+    assert panel.segments.hidden() == set()
+
+
 def _pixels(image) -> np.ndarray:
     from PySide6.QtGui import QImage
 
