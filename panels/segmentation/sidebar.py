@@ -18,6 +18,9 @@ UNCONFIRMED_TIP = ("No search claimed these points: a connected part the prior n
                    "ranked after every confirmed segment")
 
 
+_CONFIRMED_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
 class SegmentList(QWidget):
     """Segments with a visibility box each, their sizes and scores; a row click selects one."""
 
@@ -42,10 +45,14 @@ class SegmentList(QWidget):
         row = QHBoxLayout()
         self.show_all = QPushButton("Show all")
         self.hide_all = QPushButton("Hide all")
+        self.hide_unconfirmed = QPushButton("Hide unconfirmed")
+        self.hide_unconfirmed.setToolTip(UNCONFIRMED_TIP)
         self.show_all.clicked.connect(lambda: self._set_all(True))
         self.hide_all.clicked.connect(lambda: self._set_all(False))
+        self.hide_unconfirmed.clicked.connect(lambda: self._set_all(False, only_unconfirmed=True))
         row.addWidget(self.show_all)
         row.addWidget(self.hide_all)
+        row.addWidget(self.hide_unconfirmed)
         layout.addLayout(row)
         self._filling = False
 
@@ -55,6 +62,7 @@ class SegmentList(QWidget):
         for r, (sid, points, score, confirmed) in enumerate(rows):
             item = QTableWidgetItem(f"#{sid}" if confirmed else f"#{sid} (unconfirmed)")
             item.setData(Qt.ItemDataRole.UserRole, sid)
+            item.setData(_CONFIRMED_ROLE, confirmed)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked)
             cells = (item, QTableWidgetItem(f"{points:,}"), QTableWidgetItem(f"{score:.3f}"))
@@ -63,6 +71,7 @@ class SegmentList(QWidget):
                     cell.setToolTip(UNCONFIRMED_TIP)
                     cell.setForeground(self.palette().placeholderText())
                 self.table.setItem(r, c, cell)
+        self.hide_unconfirmed.setEnabled(not all(row[3] for row in rows))
         self._filling = False
 
     def hidden(self) -> set[int]:
@@ -86,10 +95,12 @@ class SegmentList(QWidget):
         rows = self.table.selectionModel().selectedRows()
         return int(self.table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)) if rows else None
 
-    def _set_all(self, on: bool) -> None:
+    def _set_all(self, on: bool, only_unconfirmed: bool = False) -> None:
         self._filling = True
         for r in range(self.table.rowCount()):
-            self.table.item(r, 0).setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            item = self.table.item(r, 0)
+            if not (only_unconfirmed and item.data(_CONFIRMED_ROLE)):
+                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
         self._filling = False
         self.visibilityChanged.emit(self.hidden())
 

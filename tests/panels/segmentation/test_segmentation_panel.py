@@ -66,12 +66,21 @@ def test_example_runs_and_draws(qapp, ran) -> None:
 def test_unconfirmed_segments_are_marked_in_the_list(qapp, panel) -> None:
     from panels.segmentation.sidebar import UNCONFIRMED_TIP
 
-    panel.segments.fill([(1, 400, 0.9, True), (2, 120, 0.01, False)])
+    panel.segments.fill([(1, 400, 0.9, True), (2, 120, 0.01, False), (3, 300, 0.5, True)])
     table = panel.segments.table
     assert table.item(0, 0).text() == "#1" and not table.item(0, 0).toolTip()
     assert table.item(1, 0).text() == "#2 (unconfirmed)" and table.item(1, 2).toolTip() == UNCONFIRMED_TIP
     assert table.item(1, 0).foreground().color() != table.item(0, 0).foreground().color()
+    assert panel.segments.hidden() == set() and panel.segments.hide_unconfirmed.isEnabled()
+    shown: list = []
+    panel.segments.visibilityChanged.connect(shown.append)
+    table.item(2, 0).setCheckState(table.item(2, 0).checkState().__class__.Unchecked)
+    panel.segments.hide_unconfirmed.click()
+    assert panel.segments.hidden() == {2, 3} and shown[-1] == {2, 3}  # a hidden confirmed row stays hidden
+    panel.segments.show_all.click()
     assert panel.segments.hidden() == set()
+    panel.segments.fill([(1, 400, 0.9, True)])
+    assert not panel.segments.hide_unconfirmed.isEnabled()
 
 
 def _pixels(image) -> np.ndarray:
