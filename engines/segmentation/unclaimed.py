@@ -16,10 +16,10 @@ import numpy as np
 
 from .neighbours import connected_parts
 
-# Unconfirmed segments rank below every confirmed one: their ranking score times half the
-# lowest confirmed score (and never zero, so a score threshold of 0 still shows them).
+# Unconfirmed segments rank below every confirmed one: their ranking score (at least MIN_SHARE,
+# so that they keep a score above zero) times half the lowest confirmed score.
 RANK_SHARE = 0.5
-MIN_SCORE = 1e-3
+MIN_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -63,5 +63,5 @@ def ranked_after(instance: np.ndarray, score: np.ndarray, unconfirmed: tuple[int
     confirmed = (instance > 0) & ~low
     floor = RANK_SHARE * (float(score[confirmed].min()) if confirmed.any() else 1.0)
     out = score.copy()
-    out[low] = np.maximum(score[low] * floor, MIN_SCORE)
+    out[low] = np.maximum(score[low], MIN_SHARE) * floor
     return out

@@ -10,7 +10,7 @@ from engines.segmentation.agent import AgentParams
 from engines.segmentation.example import example_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
 from engines.segmentation.pipeline import SegmentParams, segment
-from engines.segmentation.unclaimed import MIN_SCORE, RANK_SHARE, UnclaimedParams, ranked_after, unclaimed_parts
+from engines.segmentation.unclaimed import MIN_SHARE, RANK_SHARE, UnclaimedParams, ranked_after, unclaimed_parts
 
 
 def _blob(centre: tuple[float, float, float], n: int, seed: int) -> np.ndarray:
@@ -50,9 +50,11 @@ def test_unconfirmed_segments_rank_after_every_confirmed_one_in_their_own_order(
     out = ranked_after(instance, score, (3, 4))
     assert out[instance == 1][0] == pytest.approx(0.9) and out[instance == 2][0] == pytest.approx(0.4)  # confirmed: unchanged
     assert out[instance == 3][0] == pytest.approx(0.8 * RANK_SHARE * 0.4)
-    assert out[instance == 4][0] == pytest.approx(MIN_SCORE)  # never zero
+    assert out[instance == 4][0] == pytest.approx(MIN_SHARE * RANK_SHARE * 0.4)  # never zero
     assert out[instance == 3][0] > out[instance == 4][0] and out[instance == 3][0] < out[instance == 2][0]
     assert ranked_after(instance, score, ()) is score
+    lowest = ranked_after(instance, np.where(instance == 2, 0.0, score).astype(np.float32), (3, 4))
+    assert lowest[instance == 3].max() == 0.0  # never above a confirmed segment, even one scored 0
 
 
 def test_predictions_ranked_last_never_lower_ap() -> None:
