@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     tune.add_argument("--dedup-iou", type=float, help="masks overlapping this much are one object (default 0.5)")
     tune.add_argument("--min-points", type=int, help="smallest segment kept, floor and wall points included (default 100)")
     tune.add_argument("--join-coverage", type=float, help="join touching pieces if the union's mask keeps this share (default 0.85)")
+    run.add_argument("--no-unclaimed", action="store_true",
+                     help="only the segments the prior confirmed: no unconfirmed segments for the object points no search claimed")
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
     ev.add_argument("--pred", type=existing_file, required=True, help="prediction with 'instance' (and 'score') per point")
@@ -96,6 +98,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from engines.segmentation.export import check_scannet_folder, export_json, export_ply, export_scannet, scannet_scene_name
     from engines.segmentation.pipeline import segment, with_thresholds
     from engines.segmentation.pointio import read_cloud
+    from engines.segmentation.unclaimed import UnclaimedParams
 
     # Every output is checked before any work, so that a refused one leaves nothing half done behind.
     flags: dict[Path, str] = {}
@@ -117,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
         load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
-                     agent=args.agent, policy=str(args.policy or ""))
+                     agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed))
     try:
         params = with_thresholds(params, mask=args.mask_threshold, found=args.found_threshold, dedup_iou=args.dedup_iou,
                                  min_points=args.min_points, join_coverage=args.join_coverage)

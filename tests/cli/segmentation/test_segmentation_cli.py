@@ -88,6 +88,17 @@ def test_bench_reports_every_method(cli, scene_dir: Path) -> None:
     assert "ppo_minus_search_ap50" in data["comparison"]
 
 
+def test_unclaimed_parts_are_unconfirmed_segments_unless_switched_off(cli, scene_dir: Path, tmp_path: Path) -> None:
+    """With a found threshold nothing passes, every object point is unclaimed: the run keeps
+    those parts as unconfirmed segments, or none with --no-unclaimed."""
+    args = ("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "2", "--found-threshold", "0.0001", "--json")
+    kept = json.loads(cli(*args, "--out", str(tmp_path / "a.ply")).stdout)["segments"]
+    assert kept and not any(s["confirmed"] for s in kept)
+    none = cli(*args, "--no-unclaimed", "--out", str(tmp_path / "b.ply"))
+    assert none.returncode == 0, none.stderr
+    assert json.loads(none.stdout)["segments"] == [] and not read_cloud(tmp_path / "b.ply").instance.any()
+
+
 def test_run_with_the_ppo_policy(cli, scene_dir: Path, tmp_path: Path) -> None:
     proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--agent", "ppo", "--out", str(tmp_path / "p.ply"), "--json")
     assert proc.returncode == 0, proc.stderr
