@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QImage, QPainter
 from PySide6.QtWidgets import (
     QComboBox, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox, QSplitter, QTabWidget,
@@ -191,6 +191,7 @@ class SegmentationPanel(MethodPanel):
             "method": self.method.currentData(),
             "anchors": self.anchors.value(),
             "thresholds": self.thresholds.values(),
+            "unclaimed": self.thresholds.unclaimed.isChecked(),
             "color_mode": self.controls.color.currentText(),
             "point_size": self.controls.size.value(),
             "side_by_side": self.controls.side.isChecked(),
@@ -207,6 +208,8 @@ class SegmentationPanel(MethodPanel):
         self.anchors.setValue(checked["anchors"])
         for name, value in checked["thresholds"].items():
             self.thresholds.set_value(name, value, emit=False)
+        with QSignalBlocker(self.thresholds.unclaimed):
+            self.thresholds.unclaimed.setChecked(checked["unclaimed"])
         if checked["color_mode"] is not None:
             self.controls.color.setCurrentText(checked["color_mode"])
         self.controls.size.setValue(checked["point_size"])
@@ -231,6 +234,7 @@ class SegmentationPanel(MethodPanel):
             "method": choice(state.get("method", "grabs"), "method", methods),
             "anchors": whole(state.get("anchors", 40), "anchors", self.anchors.minimum(), self.anchors.maximum()),
             "thresholds": {k: number(v, k) for k, v in thresholds.items()},
+            "unclaimed": flag(state.get("unclaimed", True), "unclaimed"),
             "color_mode": None if color_mode is None else choice(color_mode, "color_mode", COLOR_MODES),
             "point_size": whole(state.get("point_size", 3), "point_size", size.minimum(), size.maximum()),
             "side_by_side": flag(state.get("side_by_side", True), "side_by_side"),
@@ -257,7 +261,8 @@ class SegmentationPanel(MethodPanel):
 
         base = SegmentParams()
         t = self.thresholds.values()
-        params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value())),
+        unclaimed = replace(base.unclaimed, enabled=self.thresholds.unclaimed.isChecked())
+        params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value()), unclaimed=unclaimed),
                                  mask=t["mask_threshold"], found=t["found_threshold"], dedup_iou=t["dedup_iou"],
                                  min_points=int(t["min_points"]), join_coverage=t["merge_coverage"])
         return method_params(params, method or self.method.currentData())

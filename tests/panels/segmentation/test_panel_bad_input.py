@@ -53,6 +53,7 @@ def test_broken_clouds_are_one_sentence_and_keep_scene_and_status(qapp, panel, t
     ({"method": "magic"}, "unknown method 'magic' (choose grabs, grabs_ppo, dbscan)"),
     ({"color_mode": "rainbow"}, "unknown color_mode 'rainbow' (choose instance, ground truth, score, prior residual, rgb, errors)"),
     ({"side_by_side": "yes"}, "side_by_side must be true or false, not 'yes'"),
+    ({"anchors": 7, "unclaimed": 0}, "unclaimed must be true or false, not 0"),
     ({"anchors": 7, "point_size": 5.5}, "point_size must be a whole number from 1 to 12, not 5.5"),
 ])
 def test_restore_refuses_bad_session_values_and_changes_nothing(qapp, panel, state: dict, needle: str) -> None:

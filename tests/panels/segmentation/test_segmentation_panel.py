@@ -211,6 +211,21 @@ def test_threshold_change_rescores_in_the_background(qapp, ran) -> None:
     np.testing.assert_allclose(result.score, expected.score)
 
 
+def test_unclaimed_box_rescores_without_the_unconfirmed_segments(qapp, ran) -> None:
+    p = ran
+    p.thresholds.set_value("found_threshold", 0.04, emit=False)  # few found: most object points left unclaimed
+    p.thresholds.unclaimed.setChecked(False)
+    assert not p.params().unclaimed.enabled
+    assert wait_until(qapp, lambda: p.runner.busy, 5), "a re-score job started"
+    assert finish(qapp, p) == ["finished"]
+    assert all(s.confirmed for s in p.view.result.segments)
+    p.thresholds.unclaimed.setChecked(True)
+    assert wait_until(qapp, lambda: p.runner.busy, 5)
+    assert finish(qapp, p) == ["finished"]
+    assert any(not s.confirmed for s in p.view.result.segments)
+    assert p.segments.table.rowCount() == len(p.view.result.segments) and p.segments.hide_unconfirmed.isEnabled()
+
+
 def test_exports(qapp, qtbot, ran, tmp_path: Path) -> None:
     p = ran
     p.export_ply(tmp_path / "pred.ply")
@@ -314,11 +329,12 @@ def test_state_round_trip(qapp, panel_ctx, panel, tmp_path: Path) -> None:
     panel.anchors.setValue(12)
     panel.method.setCurrentIndex(panel.method.findData("dbscan"))
     panel.thresholds.set_value("mask_threshold", 0.03, emit=False)
+    panel.thresholds.unclaimed.setChecked(False)
     panel.controls.color.setCurrentText("score")
     panel.open_path(example_path())
     assert finish(qapp, panel, 60) == ["finished"]
     state = panel.state()
-    assert state["path"] == str(example_path()) and state["anchors"] == 12 and state["method"] == "dbscan"
+    assert state["path"] == str(example_path()) and state["anchors"] == 12 and state["method"] == "dbscan" and state["unclaimed"] is False
     other = create_panel(panel_ctx)
     other.restore(state)
     assert finish(qapp, other, 60) == ["finished"]
