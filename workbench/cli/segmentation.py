@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     tune.add_argument("--dedup-iou", type=float, help="masks overlapping this much are one object (default 0.5)")
     tune.add_argument("--min-points", type=int, help="smallest segment kept, floor and wall points included (default 100)")
     tune.add_argument("--join-coverage", type=float, help="join touching pieces if the union's mask keeps this share (default 0.85)")
-    run.add_argument("--no-unclaimed", action="store_true",
-                     help="only the segments the prior confirmed: no unconfirmed segments for the object points no search claimed")
+    tune.add_argument("--no-unclaimed", action="store_true",
+                      help="only the segments the prior confirmed: no unconfirmed segments for the object points no search claimed")
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
     ev.add_argument("--pred", type=existing_file, required=True, help="prediction with 'instance' (and 'score') per point")
