@@ -14,10 +14,13 @@ from .pointio import PointCloud, write_cloud
 
 
 def labelled_cloud(cloud: PointCloud, result: SegmentationResult) -> PointCloud:
-    """The input points and colours with per-point int32 `instance` and float32 `score`."""
+    """The input points and colours with per-point int32 `instance` and float32 `score`, and where
+    the result has nested parts, int32 `part` and float32 `part_score` (`nested.py`)."""
     if len(cloud.points) != len(result.instance):
         raise EngineError("the result does not belong to this point cloud (different point counts)")
-    return replace(cloud, instance=result.instance.astype(np.int32), score=result.score.astype(np.float32))
+    nested = result.part is not None and bool((result.part > 0).any())
+    return replace(cloud, instance=result.instance.astype(np.int32), score=result.score.astype(np.float32),
+                   part=result.part.astype(np.int32) if nested else None, part_score=result.part_score.astype(np.float32) if nested else None)
 
 
 def export_ply(path: Path, cloud: PointCloud, result: SegmentationResult) -> Path:
@@ -65,7 +68,7 @@ def export_scannet(folder: Path, result: SegmentationResult, scene: str = "scene
     lines = []
     for seg in result.segments:
         name = f"pred_mask/{scene}_{seg.id:03d}.txt"
-        mask = (result.instance == seg.id).astype(np.uint8)
+        mask = ((result.part if seg.parent else result.instance) == seg.id).astype(np.uint8)
         write_text(folder / name, "\n".join(map(str, mask.tolist())) + "\n")
         lines.append(f"{name} {label_id} {seg.score:.6f}")
     return write_text(folder / f"{scene}.txt", "\n".join(lines) + ("\n" if lines else ""))

@@ -26,12 +26,22 @@ class ScenePrediction:
     scores: tuple[float, ...]
 
     @staticmethod
-    def from_labels(gt: np.ndarray, instance: np.ndarray, score: np.ndarray | None = None) -> "ScenePrediction":
-        """Masks from a per-point instance field (0 = none); confidence = mean per-point score (1 if absent)."""
-        ids = [int(i) for i in np.unique(instance) if i > 0]
-        masks = tuple(instance == i for i in ids)
-        scores = tuple(float(score[m].mean()) if score is not None else 1.0 for m in masks)
-        return ScenePrediction(np.asarray(gt), masks, scores)
+    def from_labels(gt: np.ndarray, instance: np.ndarray, score: np.ndarray | None = None, part: np.ndarray | None = None,
+                    part_score: np.ndarray | None = None) -> "ScenePrediction":
+        """Masks from a per-point instance field (0 = none); confidence = mean per-point score (1 if absent).
+
+        ``part`` (with ``part_score``) holds more masks, each inside one segment (`nested.py`): the
+        masks may overlap, as ScanNet's evaluation allows."""
+        masks: list[np.ndarray] = []
+        scores: list[float] = []
+        for labels, conf in ((instance, score), (part, part_score)):
+            if labels is None:
+                continue
+            for i in np.unique(labels):
+                if i > 0:
+                    masks.append(labels == i)
+                    scores.append(float(conf[masks[-1]].mean()) if conf is not None else 1.0)
+        return ScenePrediction(np.asarray(gt), tuple(masks), tuple(scores))
 
 
 @dataclass(frozen=True)

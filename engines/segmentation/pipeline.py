@@ -18,6 +18,7 @@ from engines.core.imports import open3d
 from .agent import AgentParams, Trajectory, enclosing_cylinder, run_agent
 from .masks import DedupParams, deduplicate, drop_small_segments, grow_segments, labels_from_masks
 from .merging import MergeParams, merge_parts
+from .nested import NestedParams, nested_parts, ranked_below
 from .neighbours import thinned
 from .objectness import RewardParams, score_crops
 from .planes import PlaneParams, farthest_point_anchors, reclaim_plane_points, remove_planes
@@ -58,6 +59,7 @@ class SegmentParams:
     merge: MergeParams = MergeParams()
     rank: RankParams = RankParams()
     unclaimed: UnclaimedParams = UnclaimedParams()
+    nested: NestedParams = NestedParams()
     dbscan: DbscanParams = DbscanParams()
 
     def __post_init__(self) -> None:
@@ -75,7 +77,8 @@ class Segment:
     bbox_min: tuple[float, float, float]
     bbox_max: tuple[float, float, float]
     centroid: tuple[float, float, float]
-    confirmed: bool = True  # False: points no search claimed, ranked after every confirmed segment (`unclaimed.py`)
+    confirmed: bool = True  # False: points no search claimed, or a nested part; ranked after every confirmed segment
+    parent: int = 0  # a nested part's segment (`nested.py`: its points are that segment's too); 0 = none
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class SegmentationResult:
     processed_points: int = 0
     seconds: float = 0.0
     agent: str = ""  # who moved the cylinders: "search" or "ppo" (empty for DBSCAN)
+    part: np.ndarray | None = field(default=None, repr=False)  # (N,) int32 nested part per point (`nested.py`), 0 = none
+    part_score: np.ndarray | None = field(default=None, repr=False)  # (N,) float32 its confidence
 
     def summary(self) -> dict:
         """The JSON summary: method, timings and one entry per segment."""
@@ -116,7 +121,7 @@ class SegmentationResult:
             "seconds": round(self.seconds, 3),
             "segments": [
                 {"id": s.id, "points": s.points, "score": round(s.score, 4), "confirmed": s.confirmed, "bbox": [list(s.bbox_min), list(s.bbox_max)],
-                 "centroid": list(s.centroid)}
+                 "centroid": list(s.centroid), **({"inside": s.parent} if s.parent else {})}
                 for s in self.segments
             ],
             "trajectories": len(self.trajectories),
@@ -154,15 +159,22 @@ def method_params(params: SegmentParams, variant: str) -> SegmentParams:
     return replace(params, method=variant)
 
 
-def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray, unconfirmed: tuple[int, ...] = ()) -> tuple[Segment, ...]:
+def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray, unconfirmed: tuple[int, ...] = (),
+              part: np.ndarray | None = None, part_score: np.ndarray | None = None) -> tuple[Segment, ...]:
+    """The segments, then the nested parts (each with the segment it lies in)."""
     out = []
-    for k in range(1, int(instance.max(initial=0)) + 1):
-        m = instance == k
-        if not m.any():
+    r = lambda v: tuple(round(float(x), 4) for x in v)  # noqa: E731
+    for labels, conf, nested in ((instance, score, False), (part, part_score, True)):
+        if labels is None:
             continue
-        p = points[m]
-        r = lambda v: tuple(round(float(x), 4) for x in v)  # noqa: E731
-        out.append(Segment(k, int(m.sum()), float(score[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0)), k not in unconfirmed))
+        for k in range(1, int(labels.max(initial=0)) + 1):
+            m = labels == k
+            if not m.any():
+                continue
+            p = points[m]
+            parent = int(np.bincount(instance[m]).argmax()) if nested else 0
+            out.append(Segment(k, int(m.sum()), float(conf[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0)),
+                               not nested and k not in unconfirmed, parent))
     return tuple(out)
 
 
@@ -224,11 +236,35 @@ def _ranked(prior, points: np.ndarray, objects: np.ndarray, floor_z: float, inst
                          params.agent.max_radius)
 
 
+@dataclass(frozen=True)
+class Finished:
+    """Per-point labels of a finished segmentation (see `SegmentationResult`) and the unconfirmed segment ids."""
+
+    instance: np.ndarray
+    score: np.ndarray
+    residual: np.ndarray
+    part: np.ndarray
+    part_score: np.ndarray
+    unconfirmed: tuple[int, ...] = ()
+
+    def carried(self, all_points: np.ndarray, points: np.ndarray) -> "Finished":
+        """The labels of ``points`` carried to ``all_points`` (a superset) by nearest neighbour."""
+        nn, far = _nearest(all_points, points)
+
+        def carry(a: np.ndarray, fill: float) -> np.ndarray:
+            out = a[nn]
+            out[far] = fill
+            return out
+
+        return Finished(carry(self.instance, 0), carry(self.score, 0.0), carry(self.residual, np.nan), carry(self.part, 0),
+                        carry(self.part_score, 0.0), self.unconfirmed)
+
+
 def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: float, found: tuple[np.ndarray, np.ndarray, np.ndarray],
-              params: SegmentParams, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+              params: SegmentParams, rng: np.random.Generator) -> Finished:
     """From both searches' labels on the object points (``keep``) to the finished, ranked segments
     of all ``points``: grown, joined, the unclaimed parts added (unconfirmed), floor and wall points
-    given back, small ones dropped. Returns instance, score, residual and the unconfirmed ids."""
+    given back, small ones dropped; then the objects nested in the confirmed segments, ranked last."""
     obj = points[keep]
     inst, sc, res = found
     inst, sc = _grown(obj, inst, sc, res, params)
@@ -242,7 +278,9 @@ def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: floa
     labels = instance[np.flatnonzero(keep)[added]]
     unconfirmed = tuple(int(i) for i in np.unique(labels[labels > 0]))
     score = ranked_after(instance, _ranked(prior, points, keep, floor_z, instance, score, params, rng), unconfirmed)
-    return instance, score, residual, unconfirmed
+    confirmed = tuple(int(i) for i in np.unique(instance) if i > 0 and i not in unconfirmed)
+    part = nested_parts(points, instance, confirmed, params.nested, params.dedup.final_points)
+    return Finished(instance, score, residual, part, ranked_below(part, instance, score), unconfirmed)
 
 
 def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
@@ -335,11 +373,13 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
     trajs: list[Trajectory] = []
     candidates: list[Candidate] = []
     anchors = np.zeros((0, 3))
-    unconfirmed: tuple[int, ...] = ()
+    no_parts = (np.zeros(n, np.int32), np.zeros(n, np.float32))
+    done = Finished(instance, score, residual, *no_parts)
     if params.method == "dbscan":
         progress(0.3, "clustering (DBSCAN)")
         inst, sc = _dbscan(obj, params.dbscan, params.dedup.final_points)  # no points given back: the final rule at once
         instance[obj_idx], score[obj_idx] = inst, sc
+        done = Finished(instance, score, residual, *no_parts)
     elif len(obj) >= params.agent.min_crop_points:
         from .prior import load_prior
 
@@ -362,17 +402,21 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
             trajs, anchors = trajs + trajs2, np.concatenate([anchors, more])
             inst, sc, res = _second_masks(prior, obj, floor_z, candidates, params, rng, (inst, sc, res))
         progress(0.9, "finishing and ranking the segments")
-        instance, score, residual, unconfirmed = _finished(prior, points, keep, planes, floor_z, (inst, sc, res), params, rng)
+        done = _finished(prior, points, keep, planes, floor_z, (inst, sc, res), params, rng)
     cancel.raise_if_cancelled()
     if len(sub) < n_all:
         progress(0.95, "carrying labels to every point")
-        instance, score, residual = _propagate(all_points, points, instance, score, residual)
+        done = done.carried(all_points, points)
     progress(1.0, "done")
     return SegmentationResult(
-        params.method, instance, score, residual, _segments(all_points, instance, score, unconfirmed), tuple(trajs), tuple(candidates),
+        params.method, done.instance, done.score, done.residual, _labelled_segments(all_points, done), tuple(trajs), tuple(candidates),
         anchors, floor_z, int((~keep).sum()), int(len(sub)), time.perf_counter() - t0,
-        params.agent.policy if params.method == "grabs" else "",
+        params.agent.policy if params.method == "grabs" else "", done.part, done.part_score,
     )
+
+
+def _labelled_segments(points: np.ndarray, done: Finished) -> tuple[Segment, ...]:
+    return _segments(points, done.instance, done.score, done.unconfirmed, done.part, done.part_score)
 
 
 def _search_points(points: np.ndarray, params: SegmentParams, rng: np.random.Generator) -> np.ndarray:
@@ -393,14 +437,12 @@ def _agent(params: SegmentParams):
     return partial(run_policy_agent, load_policy(params.policy or None))
 
 
-def _propagate(all_points, points, instance, score, residual, max_distance: float = 0.1):
+def _nearest(all_points: np.ndarray, points: np.ndarray, max_distance: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``all_points``, its nearest of ``points`` and whether that lies beyond ``max_distance``."""
     from scipy.spatial import cKDTree
 
     d, nn = cKDTree(points).query(all_points, k=1, workers=1)
-    far = d > max_distance
-    inst, sc, res = instance[nn], score[nn], residual[nn]
-    inst[far], sc[far], res[far] = 0, 0.0, np.nan
-    return inst, sc, res
+    return nn, d > max_distance
 
 
 def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentParams, progress: ProgressFn = no_progress,
@@ -426,9 +468,9 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     first = [c for c in result.candidates if not c.second]
     inst, sc, res = finalize(prior, points[obj_idx], floor_z, first, params, rng)
     inst, sc, res = _second_masks(prior, points[obj_idx], floor_z, list(result.candidates), params, rng, (inst, sc, res))
-    instance, score, residual, unconfirmed = _finished(prior, points[sub], keep, planes, floor_z, (inst, sc, res), params, rng)
+    done = _finished(prior, points[sub], keep, planes, floor_z, (inst, sc, res), params, rng)
     if len(sub) < len(points):
-        instance, score, residual = _propagate(points, points[sub], instance, score, residual)
+        done = done.carried(points, points[sub])
     progress(1.0, "done")
-    return replace(result, instance=instance, score=score, residual=residual, segments=_segments(points, instance, score, unconfirmed),
-                   seconds=time.perf_counter() - t0)
+    return replace(result, instance=done.instance, score=done.score, residual=done.residual, segments=_labelled_segments(points, done),
+                   part=done.part, part_score=done.part_score, seconds=time.perf_counter() - t0)

@@ -1,6 +1,6 @@
 """Point clouds in and out: binary PLY / PCD through Open3D's tensor API, text rows and NPZ through NumPy.
 
-Extra per-vertex fields (`instance`, `score`) travel through Open3D's tensor point clouds. Headers
+Extra per-vertex fields (`instance`, `score`, and a result's `part`, `part_score`) travel through Open3D's tensor point clouds. Headers
 are checked here before Open3D reads a file, because Open3D silently returns garbage for a
 truncated binary PLY and prints to stderr for a file that is not one. Text formats (ASCII PLY and
 PCD, XYZ, PTS) are parsed here, every row of them: Open3D reads a word, a short row or a missing
@@ -23,6 +23,7 @@ SUFFIXES: tuple[str, ...] = (".ply", ".pcd", ".xyz", ".pts", ".npz")
 MAX_POINTS = 20_000_000
 MAX_BYTES = 2 * 1024**3
 
+_LABELS = ("instance", "score", "part", "part_score")  # per-point fields kept beside points and colours
 _PLY_TYPES = {"char": "i1", "uchar": "u1", "int8": "i1", "uint8": "u1", "short": "i2", "ushort": "u2", "int16": "i2", "uint16": "u2",
               "int": "i4", "uint": "u4", "int32": "i4", "uint32": "u4", "float": "f4", "float32": "f4", "double": "f8", "float64": "f8"}
 
@@ -40,6 +41,8 @@ class PointCloud:
     colors: np.ndarray | None = None
     instance: np.ndarray | None = None
     score: np.ndarray | None = None
+    part: np.ndarray | None = None  # a result's nested object per point (int32, 0 = none; `nested.py`)
+    part_score: np.ndarray | None = None  # its confidence (float32)
     dropped: int = 0  # non-finite points removed when reading
     origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
@@ -48,11 +51,12 @@ class PointCloud:
 
     def without_labels(self) -> "PointCloud":
         """The same cloud with no instance ids or scores: what a segmentation method may see."""
-        return replace(self, instance=None, score=None)
+        return replace(self, instance=None, score=None, part=None, part_score=None)
 
     def subset(self, index: np.ndarray) -> "PointCloud":
         pick = lambda a: None if a is None else a[index]  # noqa: E731
-        return replace(self, points=self.points[index], colors=pick(self.colors), instance=pick(self.instance), score=pick(self.score))
+        return replace(self, points=self.points[index], colors=pick(self.colors), instance=pick(self.instance), score=pick(self.score),
+                       part=pick(self.part), part_score=pick(self.part_score))
 
     def file_points(self) -> np.ndarray:
         """The points in the file's coordinates: float64 when the cloud was moved to its origin."""
@@ -104,8 +108,9 @@ def _finite(cloud: PointCloud, name: str) -> PointCloud:
     if len(cloud.points) == 0:
         raise EngineError(f"{name} contains no points")
     ok = np.isfinite(cloud.points).all(axis=1)
-    if cloud.score is not None:
-        cloud = replace(cloud, score=np.nan_to_num(cloud.score, nan=0.0))
+    for name in ("score", "part_score"):
+        if getattr(cloud, name) is not None:
+            cloud = replace(cloud, **{name: np.nan_to_num(getattr(cloud, name), nan=0.0)})
     if ok.all():
         return cloud
     if not ok.any():
@@ -299,9 +304,9 @@ def _from_columns(path: Path, column: dict[str, tuple[np.ndarray, np.dtype]], co
     points = np.stack([column[k][0] for k in "xyz"], axis=1)  # float64 until `_localised`
     if colors is None and {"red", "green", "blue"} <= column.keys():
         colors = _colors(np.stack([_clipped(*column[k]) for k in ("red", "green", "blue")], axis=1))
-    instance = _instance(path, column["instance"][0]) if "instance" in column else None
-    score = column["score"][0].astype(np.float32) if "score" in column else None
-    return PointCloud(points, colors, instance, score)
+    ids = {k: _instance(path, column[k][0], k) for k in ("instance", "part") if k in column}
+    scores = {k: column[k][0].astype(np.float32) for k in ("score", "part_score") if k in column}
+    return PointCloud(points, colors, **ids, **scores)
 
 
 def _clipped(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -312,14 +317,14 @@ def _clipped(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.clip(np.nan_to_num(np.rint(values)), info.min, info.max).astype(dtype)
 
 
-def _instance(path: Path, values: np.ndarray) -> np.ndarray:
-    """Instance ids: whole numbers that fit an int32 (0 is no object)."""
+def _instance(path: Path, values: np.ndarray, name: str = "instance") -> np.ndarray:
+    """Instance (or part) ids: whole numbers that fit an int32 (0 is no object)."""
     values = np.asarray(values).reshape(-1)
     if values.dtype.kind not in "iu":
         if values.dtype.kind != "f" or not np.isfinite(values).all() or (values != np.rint(values)).any():
-            raise EngineError(f"{path.name}: 'instance' must hold whole numbers (one object id per point)")
+            raise EngineError(f"{path.name}: '{name}' must hold whole numbers (one object id per point)")
     if len(values) and (values.min() < -(2**31) or values.max() >= 2**31):
-        raise EngineError(f"{path.name}: 'instance' ids must fit in 32 bits")
+        raise EngineError(f"{path.name}: '{name}' ids must fit in 32 bits")
     return values.astype(np.int32)
 
 
@@ -353,9 +358,9 @@ def _read_open3d(path: Path) -> PointCloud:
         raise EngineError(f"{path.name} contains no points that could be read")
     pts = pc.point.positions.numpy().reshape(-1, 3)  # a file's doubles stay doubles until `_localised`
     colors = _colors(pc.point.colors.numpy()) if "colors" in pc.point else None
-    instance = pc.point["instance"].numpy().reshape(-1).astype(np.int32) if "instance" in pc.point else None
-    score = pc.point["score"].numpy().reshape(-1).astype(np.float32) if "score" in pc.point else None
-    return PointCloud(pts, colors, instance, score)
+    ids = {k: pc.point[k].numpy().reshape(-1).astype(np.int32) for k in ("instance", "part") if k in pc.point}
+    scores = {k: pc.point[k].numpy().reshape(-1).astype(np.float32) for k in ("score", "part_score") if k in pc.point}
+    return PointCloud(pts, colors, **ids, **scores)
 
 
 def _colors(values: np.ndarray) -> np.ndarray:
@@ -387,24 +392,21 @@ def _read_npz(path: Path, max_points: int) -> PointCloud:
                 raise EngineError(f"{path.name} is too large ({len(pts):,} points; the limit is {max_points:,})")
             n = len(pts)
             colors = next((k for k in ("colors", "rgb") if k in data.files), None)
-            extra = {name: np.asarray(data[k]) for name, k in (("colors", colors), ("instance", "instance"), ("score", "score")) if k in data.files}
+            extra = {name: np.asarray(data[k]) for name, k in (("colors", colors), *((f, f) for f in _LABELS)) if k in data.files}
     except EngineError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise EngineError(f"{path.name} is corrupt or not a NumPy .npz archive ({type(exc).__name__})") from None
-    shapes = {"colors": ((n, 3),), "instance": ((n,), (n, 1)), "score": ((n,), (n, 1))}
+    shapes = {"colors": ((n, 3),), **{f: ((n,), (n, 1)) for f in _LABELS}}
     for name, arr in extra.items():
         if arr.ndim and arr.dtype.kind in "fiu" and len(arr) != n:
             raise EngineError(f"{path.name}: '{name}' has {len(arr)} rows but there are {n} points")
         if arr.dtype.kind not in "fiu" or arr.shape not in shapes[name]:
             want = "an N x 3" if name == "colors" else "a length-N"
             raise EngineError(f"{path.name}: '{name}' must be {want} numeric array (N = {n} points), not {arr.dtype} {arr.shape}")
-    return PointCloud(
-        pts[:, :3],
-        _colors(extra["colors"]) if "colors" in extra else None,
-        _instance(path, extra["instance"]) if "instance" in extra else None,
-        extra["score"].reshape(-1).astype(np.float32) if "score" in extra else None,
-    )
+    ids = {k: _instance(path, extra[k], k) for k in ("instance", "part") if k in extra}
+    scores = {k: extra[k].reshape(-1).astype(np.float32) for k in ("score", "part_score") if k in extra}
+    return PointCloud(pts[:, :3], _colors(extra["colors"]) if "colors" in extra else None, **ids, **scores)
 
 
 def write_cloud(path: str | os.PathLike[str], cloud: PointCloud) -> Path:
@@ -428,7 +430,7 @@ def write_cloud(path: str | os.PathLike[str], cloud: PointCloud) -> Path:
         return path
     if suffix == ".npz":
         arrays = {"points": cloud.file_points()}
-        for name in ("colors", "instance", "score"):
+        for name in ("colors", *_LABELS):
             if getattr(cloud, name) is not None:
                 arrays[name] = getattr(cloud, name)
         with atomic_write(path, "wb") as fh:
@@ -441,10 +443,10 @@ def write_cloud(path: str | os.PathLike[str], cloud: PointCloud) -> Path:
     pc.point.positions = o3d.core.Tensor(np.ascontiguousarray(cloud.file_points()))
     if cloud.colors is not None:
         pc.point.colors = o3d.core.Tensor(np.ascontiguousarray(cloud.colors, dtype=np.uint8))
-    if cloud.instance is not None:
-        pc.point["instance"] = o3d.core.Tensor(np.ascontiguousarray(cloud.instance, dtype=np.int32).reshape(-1, 1))
-    if cloud.score is not None:
-        pc.point["score"] = o3d.core.Tensor(np.ascontiguousarray(cloud.score, dtype=np.float32).reshape(-1, 1))
+    for name in _LABELS:
+        if getattr(cloud, name) is not None:
+            dtype = np.int32 if name in ("instance", "part") else np.float32
+            pc.point[name] = o3d.core.Tensor(np.ascontiguousarray(getattr(cloud, name), dtype=dtype).reshape(-1, 1))
     with atomic_path(path) as tmp:
         if not o3d.t.io.write_point_cloud(str(tmp), pc):
             raise EngineError(f"could not write {path}")

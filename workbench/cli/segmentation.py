@@ -39,9 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     tune.add_argument("--join-coverage", type=float, help="join touching pieces if the union's mask keeps this share (default 0.85)")
     tune.add_argument("--no-unclaimed", action="store_true",
                       help="only the segments the prior confirmed: no unconfirmed segments for the object points no search claimed")
+    tune.add_argument("--no-nested", action="store_true",
+                      help="no nested proposals: the parts beneath a segment's main horizontal surface (a chair under a table), ranked last")
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
-    ev.add_argument("--pred", type=existing_file, required=True, help="prediction with 'instance' (and 'score') per point")
+    ev.add_argument("--pred", type=existing_file, required=True,
+                    help="prediction with 'instance' (and 'score', 'part', 'part_score') per point")
     ev.add_argument("--gt", type=existing_file, required=True, help="ground truth with 'instance' per point, same points")
 
     bench = add_command(group, "bench", cmd_bench, "GrabS vs DBSCAN on benchmark scenes: AP, AP50, AP25, seconds per scene")
@@ -98,6 +101,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from engines.segmentation.export import check_scannet_folder, export_json, export_ply, export_scannet, scannet_scene_name
     from engines.segmentation.pipeline import segment, with_thresholds
     from engines.segmentation.pointio import read_cloud
+    from engines.segmentation.nested import NestedParams
     from engines.segmentation.unclaimed import UnclaimedParams
 
     # Every output is checked before any work, so that a refused one leaves nothing half done behind.
@@ -120,7 +124,8 @@ def cmd_run(args: argparse.Namespace) -> None:
 
         load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
-                     agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed))
+                     agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed),
+                     nested=NestedParams(enabled=not args.no_nested))
     try:
         params = with_thresholds(params, mask=args.mask_threshold, found=args.found_threshold, dedup_iou=args.dedup_iou,
                                  min_points=args.min_points, join_coverage=args.join_coverage)
@@ -134,7 +139,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         export_json(args.summary, result, {"input": str(args.scene), "out": str(args.out)})
     if args.scannet:
         export_scannet(args.scannet, result, scannet_scene_name(args.scene))
-    human = f"{len(result.segments)} segments in {result.seconds:.1f} s -> {args.out}"
+    nested = sum(1 for s in result.segments if s.parent)
+    human = f"{len(result.segments) - nested} segments" + (f" and {nested} nested proposals" if nested else "") + f" in {result.seconds:.1f} s -> {args.out}"
     if cloud.dropped:
         human += f" ({cloud.dropped} NaN/inf points dropped)"
     output(args, summary, human)
@@ -152,7 +158,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         raise EngineError(f"{args.pred.name} has no 'instance' field (write it with 'workbench segmentation run')")
     if len(pred) != len(gt):
         raise EngineError(f"{args.pred.name} has {len(pred)} points but {args.gt.name} has {len(gt)}: they must be the same cloud")
-    result = evaluate([ScenePrediction.from_labels(gt.instance, pred.instance, pred.score)])
+    result = evaluate([ScenePrediction.from_labels(gt.instance, pred.instance, pred.score, pred.part, pred.part_score)])
     if result.n_gt == 0:
         raise EngineError(f"{args.gt.name} holds no ground-truth objects of at least {MIN_REGION} points: nothing to evaluate")
     data = {"ap": result.ap, "ap50": result.ap50, "ap25": result.ap25, "per_threshold": result.per_threshold,
@@ -230,7 +236,7 @@ def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict:
     cloud = example_cloud()
     result = segment(cloud, SegmentParams(), progress, cancel)
     export_ply(out / "example_pred.ply", cloud, result)
-    ap = evaluate([ScenePrediction.from_labels(cloud.instance, result.instance, result.score)])
+    ap = evaluate([ScenePrediction.from_labels(cloud.instance, result.instance, result.score, result.part, result.part_score)])
     export_json(out / "example_summary.json", result, {"ap": ap.ap, "ap50": ap.ap50, "ap25": ap.ap25})
     export_scannet(out / "scannet", result, "example")
     return {"segments": len(result.segments), "ap50": ap.ap50, "ap25": ap.ap25, "files": ["example_pred.ply", "example_summary.json", "scannet/"]}

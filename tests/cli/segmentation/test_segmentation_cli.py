@@ -99,6 +99,35 @@ def test_unclaimed_parts_are_unconfirmed_segments_unless_switched_off(cli, scene
     assert json.loads(none.stdout)["segments"] == [] and not read_cloud(tmp_path / "b.ply").instance.any()
 
 
+def test_nested_proposals_are_listed_inside_their_segment_unless_switched_off(cli, scene_dir: Path, tmp_path: Path) -> None:
+    args = ("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--json")
+    segments = json.loads(cli(*args, "--out", str(tmp_path / "a.ply")).stdout)["segments"]
+    top = {s["id"] for s in segments if "inside" not in s}
+    assert all(s["inside"] in top and not s["confirmed"] for s in segments if "inside" in s)
+    none = cli(*args, "--no-nested", "--out", str(tmp_path / "b.ply"))
+    assert none.returncode == 0, none.stderr
+    assert not any("inside" in s for s in json.loads(none.stdout)["segments"])
+    assert read_cloud(tmp_path / "b.ply").part is None
+
+
+def test_eval_scores_the_nested_proposals_of_a_prediction(cli, tmp_path: Path) -> None:
+    """A table segment holding a chair: the chair is found only through the nested proposal."""
+    rng = np.random.default_rng(0)
+    points = rng.uniform(0, 1, (400, 3)).astype(np.float32)
+    chair = np.arange(400) >= 250
+    write_cloud(tmp_path / "gt.ply", PointCloud(points, instance=np.where(chair, 2, 1).astype(np.int32)))
+    ones = np.ones(400, np.int32)
+    write_cloud(tmp_path / "flat.ply", PointCloud(points, instance=ones, score=np.full(400, 0.8, np.float32)))
+    write_cloud(tmp_path / "nested.ply", PointCloud(points, instance=ones, score=np.full(400, 0.8, np.float32),
+                                                    part=np.where(chair, 2, 0).astype(np.int32), part_score=np.where(chair, 0.4, 0).astype(np.float32)))
+    scores = {}
+    for name in ("flat", "nested"):
+        proc = cli("segmentation", "eval", "--pred", str(tmp_path / f"{name}.ply"), "--gt", str(tmp_path / "gt.ply"), "--json")
+        assert proc.returncode == 0, proc.stderr
+        scores[name] = json.loads(proc.stdout)["ap25"]
+    assert scores == {"flat": pytest.approx(0.5), "nested": pytest.approx(1.0)}
+
+
 def test_run_with_the_ppo_policy(cli, scene_dir: Path, tmp_path: Path) -> None:
     proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--agent", "ppo", "--out", str(tmp_path / "p.ply"), "--json")
     assert proc.returncode == 0, proc.stderr

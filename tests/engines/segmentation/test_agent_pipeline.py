@@ -64,12 +64,17 @@ def test_trajectories_obey_the_rules(result) -> None:
 def test_result_is_consistent(cloud, result) -> None:
     assert len(result.instance) == len(cloud) and result.instance.dtype == np.int32
     ids = sorted(int(i) for i in np.unique(result.instance) if i > 0)
-    assert ids == [s.id for s in result.segments]
+    top = [s for s in result.segments if not s.parent]
+    assert ids == [s.id for s in top]
     for s in result.segments:
-        m = result.instance == s.id
+        m = (result.part if s.parent else result.instance) == s.id
+        scores = result.part_score if s.parent else result.score
         assert s.points == m.sum() >= SMALL.dedup.final_points
-        assert 0.0 <= s.score <= 1.0 and np.allclose(result.score[m], s.score)
-    assert (result.score[result.instance == 0] == 0).all()
+        assert 0.0 <= s.score <= 1.0 and np.allclose(scores[m], s.score)
+        if s.parent:  # a nested part lies inside its segment, ranked below every segment
+            assert not s.confirmed and (result.instance[m] == s.parent).all()
+            assert s.score < min(t.score for t in top) and s.id > max(ids)
+    assert (result.score[result.instance == 0] == 0).all() and (result.part_score[result.part == 0] == 0).all()
     assert result.plane_points > len(cloud) // 3, "floor and walls removed"
     assert result.summary()["trajectories"] == len(result.trajectories) >= 6
 
