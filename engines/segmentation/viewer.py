@@ -135,7 +135,7 @@ class ResultView:
 
     result: SegmentationResult = field(repr=False)
     colors: dict[str, np.ndarray] = field(repr=False)
-    drawn_instance: np.ndarray = field(repr=False)
+    drawn_instance: np.ndarray = field(repr=False)  # per drawn point, the innermost proposal: its nested part, else its segment
     metrics: APResult | None
     errors: dict[str, int]
 
@@ -166,6 +166,8 @@ def scene_view(cloud: PointCloud, path: str, max_drawn: int = MAX_DRAWN, progres
 def result_view(scene: SceneView, result: SegmentationResult) -> ResultView:
     d = scene.drawn
     inst = result.instance[d]
+    if result.part is not None:  # a point in a nested part is drawn (and picked) as that part
+        inst = np.where(result.part[d] > 0, result.part[d], inst)
     colors = {
         "instance": instance_colors(inst),
         "score": scalar_colors(np.where(inst > 0, result.score[d], np.nan), 0.0, 1.0),
@@ -175,7 +177,7 @@ def result_view(scene: SceneView, result: SegmentationResult) -> ResultView:
     counts: dict[str, int] = {}
     if scene.cloud.instance is not None:
         gt = scene.cloud.instance
-        metrics = evaluate([ScenePrediction.from_labels(gt, result.instance, result.score)])
+        metrics = evaluate([ScenePrediction.from_labels(gt, result.instance, result.score, result.part, result.part_score)])
         labels = error_labels(result.instance, gt)
         colors["errors"] = error_colors(labels[d])
         counts = {"true_positive": int((labels == 1).sum()), "false_positive": int((labels == 2).sum()), "false_negative": int((labels == 3).sum())}
@@ -265,6 +267,6 @@ def fit_selection(positions: np.ndarray, mask: np.ndarray) -> tuple[tuple[float,
     return tuple(float(v) for v in (lo + hi) / 2), float(max(np.linalg.norm(hi - lo), 0.2))
 
 
-def segment_rows(result: SegmentationResult) -> list[tuple[int, int, float, bool]]:
-    """(id, points, score, confirmed) per segment, for the segment list."""
-    return [(s.id, s.points, s.score, s.confirmed) for s in result.segments]
+def segment_rows(result: SegmentationResult) -> list[tuple[int, int, float, bool, int]]:
+    """(id, points, score, confirmed, parent) per segment and nested part, for the segment list."""
+    return [(s.id, s.points, s.score, s.confirmed, s.parent) for s in result.segments]

@@ -192,6 +192,7 @@ class SegmentationPanel(MethodPanel):
             "anchors": self.anchors.value(),
             "thresholds": self.thresholds.values(),
             "unclaimed": self.thresholds.unclaimed.isChecked(),
+            "nested": self.thresholds.nested.isChecked(),
             "color_mode": self.controls.color.currentText(),
             "point_size": self.controls.size.value(),
             "side_by_side": self.controls.side.isChecked(),
@@ -208,8 +209,10 @@ class SegmentationPanel(MethodPanel):
         self.anchors.setValue(checked["anchors"])
         for name, value in checked["thresholds"].items():
             self.thresholds.set_value(name, value, emit=False)
-        with QSignalBlocker(self.thresholds.unclaimed):
-            self.thresholds.unclaimed.setChecked(checked["unclaimed"])
+        for name in ("unclaimed", "nested"):
+            box = getattr(self.thresholds, name)
+            with QSignalBlocker(box):
+                box.setChecked(checked[name])
         if checked["color_mode"] is not None:
             self.controls.color.setCurrentText(checked["color_mode"])
         self.controls.size.setValue(checked["point_size"])
@@ -235,6 +238,7 @@ class SegmentationPanel(MethodPanel):
             "anchors": whole(state.get("anchors", 40), "anchors", self.anchors.minimum(), self.anchors.maximum()),
             "thresholds": {k: number(v, k) for k, v in thresholds.items()},
             "unclaimed": flag(state.get("unclaimed", True), "unclaimed"),
+            "nested": flag(state.get("nested", True), "nested"),
             "color_mode": None if color_mode is None else choice(color_mode, "color_mode", COLOR_MODES),
             "point_size": whole(state.get("point_size", 3), "point_size", size.minimum(), size.maximum()),
             "side_by_side": flag(state.get("side_by_side", True), "side_by_side"),
@@ -262,7 +266,8 @@ class SegmentationPanel(MethodPanel):
         base = SegmentParams()
         t = self.thresholds.values()
         unclaimed = replace(base.unclaimed, enabled=self.thresholds.unclaimed.isChecked())
-        params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value()), unclaimed=unclaimed),
+        nested = replace(base.nested, enabled=self.thresholds.nested.isChecked())
+        params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value()), unclaimed=unclaimed, nested=nested),
                                  mask=t["mask_threshold"], found=t["found_threshold"], dedup_iou=t["dedup_iou"],
                                  min_points=int(t["min_points"]), join_coverage=t["merge_coverage"])
         return method_params(params, method or self.method.currentData())
@@ -367,7 +372,9 @@ class SegmentationPanel(MethodPanel):
         found = sum(t.found for t in result.trajectories)
         extra = f", {'PPO policy' if result.agent == 'ppo' else 'agent'}: {found}/{len(result.trajectories)} found" if result.trajectories else ""
         ap = f", AP50 {view.metrics.ap50:.2f}" if view.metrics is not None else ""
-        self.status.setText(f"{len(result.segments)} segments in {result.seconds:.1f} s ({result.method}{extra}{ap})")
+        nested = sum(1 for s in result.segments if s.parent)
+        counted = f"{len(result.segments) - nested} segments" + (f" + {nested} nested" if nested else "")
+        self.status.setText(f"{counted} in {result.seconds:.1f} s ({result.method}{extra}{ap})")
         self._recolor()
 
     def _colors(self) -> np.ndarray:
@@ -451,7 +458,8 @@ class SegmentationPanel(MethodPanel):
         where = f"point {index:,} at ({p[0]:.2f}, {p[1]:.2f}, {p[2]:.2f})"
         if sid > 0:
             seg = next(s for s in self.view.result.segments if s.id == sid)
-            kind = "" if seg.confirmed else " (unconfirmed: no search claimed it)"
+            kind = (f" (nested in #{seg.parent}: beneath its top surface, ranked last)" if seg.parent
+                    else "" if seg.confirmed else " (unconfirmed: no search claimed it)")
             self.controls.info.setText(f"{where}: segment #{sid}{kind}, {seg.points:,} points, score {seg.score:.3f}")
             self.segments.select_id(sid)
         else:

@@ -18,6 +18,10 @@ UNCONFIRMED_TIP = ("No search claimed these points: a connected part the prior n
                    "ranked after every confirmed segment")
 
 
+NESTED_TIP = ("A part beneath the main horizontal surface of segment #{parent} (a chair pushed under a table), proposed as "
+              "an object of its own; its points stay in #{parent} too. Ranked after every other segment")
+
+
 _CONFIRMED_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
@@ -56,11 +60,12 @@ class SegmentList(QWidget):
         layout.addLayout(row)
         self._filling = False
 
-    def fill(self, rows: list[tuple[int, int, float, bool]]) -> None:
+    def fill(self, rows: list[tuple[int, int, float, bool, int]]) -> None:
         self._filling = True
         self.table.setRowCount(len(rows))
-        for r, (sid, points, score, confirmed) in enumerate(rows):
-            item = QTableWidgetItem(f"#{sid}" if confirmed else f"#{sid} (unconfirmed)")
+        for r, (sid, points, score, confirmed, parent) in enumerate(rows):
+            label = f"#{sid} (in #{parent})" if parent else f"#{sid}" if confirmed else f"#{sid} (unconfirmed)"
+            item = QTableWidgetItem(label)
             item.setData(Qt.ItemDataRole.UserRole, sid)
             item.setData(_CONFIRMED_ROLE, confirmed)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -68,7 +73,7 @@ class SegmentList(QWidget):
             cells = (item, QTableWidgetItem(f"{points:,}"), QTableWidgetItem(f"{score:.3f}"))
             for c, cell in enumerate(cells):
                 if not confirmed:
-                    cell.setToolTip(UNCONFIRMED_TIP)
+                    cell.setToolTip(NESTED_TIP.format(parent=parent) if parent else UNCONFIRMED_TIP)
                     cell.setForeground(self.palette().placeholderText())
                 self.table.setItem(r, c, cell)
         self.hide_unconfirmed.setEnabled(not all(row[3] for row in rows))
@@ -248,6 +253,13 @@ class ThresholdControls(QWidget):
         self.unclaimed.setToolTip("Object points no search claimed, in connected parts, kept as segments ranked after every confirmed one")
         self.unclaimed.toggled.connect(lambda _on: self.changed.emit())
         form.addRow(self.unclaimed)
+        self.nested = QCheckBox("Nested proposals beneath a segment's top")
+        self.nested.setObjectName("threshold_nested")
+        self.nested.setChecked(True)
+        self.nested.setToolTip("The parts beneath a segment's main horizontal surface (a chair under a table), proposed as objects "
+                               "of their own inside it, ranked after every other segment")
+        self.nested.toggled.connect(lambda _on: self.changed.emit())
+        form.addRow(self.nested)
         self.note = QLabel("Changing a threshold re-scores the agent's final cylinders with the prior (no new search).")
         self.note.setWordWrap(True)
         form.addRow(self.note)

@@ -64,22 +64,24 @@ def test_example_runs_and_draws(qapp, ran) -> None:
 
 
 def test_unconfirmed_segments_are_marked_in_the_list(qapp, panel) -> None:
-    from panels.segmentation.sidebar import UNCONFIRMED_TIP
+    from panels.segmentation.sidebar import NESTED_TIP, UNCONFIRMED_TIP
 
-    panel.segments.fill([(1, 400, 0.9, True), (2, 120, 0.01, False), (3, 300, 0.5, True)])
+    panel.segments.fill([(1, 400, 0.9, True, 0), (2, 120, 0.01, False, 0), (3, 300, 0.5, True, 0), (4, 150, 0.005, False, 1)])
     table = panel.segments.table
     assert table.item(0, 0).text() == "#1" and not table.item(0, 0).toolTip()
     assert table.item(1, 0).text() == "#2 (unconfirmed)" and table.item(1, 2).toolTip() == UNCONFIRMED_TIP
     assert table.item(1, 0).foreground().color() != table.item(0, 0).foreground().color()
+    assert table.item(3, 0).text() == "#4 (in #1)" and table.item(3, 1).toolTip() == NESTED_TIP.format(parent=1)
+    assert "segment #1" in table.item(3, 0).toolTip()
     assert panel.segments.hidden() == set() and panel.segments.hide_unconfirmed.isEnabled()
     shown: list = []
     panel.segments.visibilityChanged.connect(shown.append)
     table.item(2, 0).setCheckState(table.item(2, 0).checkState().__class__.Unchecked)
     panel.segments.hide_unconfirmed.click()
-    assert panel.segments.hidden() == {2, 3} and shown[-1] == {2, 3}  # a hidden confirmed row stays hidden
+    assert panel.segments.hidden() == {2, 3, 4} and shown[-1] == {2, 3, 4}  # a hidden confirmed row stays hidden
     panel.segments.show_all.click()
     assert panel.segments.hidden() == set()
-    panel.segments.fill([(1, 400, 0.9, True)])
+    panel.segments.fill([(1, 400, 0.9, True, 0)])
     assert not panel.segments.hide_unconfirmed.isEnabled()
 
 
@@ -126,7 +128,9 @@ def test_colour_modes_point_size_and_cameras(qapp, ran) -> None:
         if mode == "ground truth":
             np.testing.assert_array_equal(colors, instance_colors(p.scene.cloud.instance[p.scene.drawn]))
         elif mode == "instance":
-            np.testing.assert_array_equal(colors, instance_colors(p.view.result.instance[p.scene.drawn]))
+            res, d = p.view.result, p.scene.drawn
+            innermost = np.where(res.part[d] > 0, res.part[d], res.instance[d])  # a nested part's points in the part's colour
+            np.testing.assert_array_equal(colors, instance_colors(innermost))
     p.controls.size.setValue(7)
     assert p.pred_view.scatter.size == 7.0 and p.gt_view.scatter.size == 7.0
     p.camera_preset("top")
@@ -218,12 +222,31 @@ def test_unclaimed_box_rescores_without_the_unconfirmed_segments(qapp, ran) -> N
     assert not p.params().unclaimed.enabled
     assert wait_until(qapp, lambda: p.runner.busy, 5), "a re-score job started"
     assert finish(qapp, p) == ["finished"]
-    assert all(s.confirmed for s in p.view.result.segments)
+    assert all(s.confirmed for s in p.view.result.segments if not s.parent)
     p.thresholds.unclaimed.setChecked(True)
     assert wait_until(qapp, lambda: p.runner.busy, 5)
     assert finish(qapp, p) == ["finished"]
     assert any(not s.confirmed for s in p.view.result.segments)
     assert p.segments.table.rowCount() == len(p.view.result.segments) and p.segments.hide_unconfirmed.isEnabled()
+
+
+def test_nested_proposals_are_drawn_listed_and_switched_off_in_the_background(qapp, ran) -> None:
+    """The example room's short search leaves segments with parts beneath their tops: each part is
+    listed inside its segment and its points are drawn as the part; the box re-scores without them."""
+    p = ran
+    nested = [s for s in p.view.result.segments if s.parent]
+    assert nested, "the example room has objects beneath a segment's top"
+    labels = [p.segments.table.item(r, 0).text() for r in range(p.segments.table.rowCount())]
+    for s in nested:
+        assert f"#{s.id} (in #{s.parent})" in labels
+        drawn = p.view.drawn_instance == s.id
+        assert drawn.any() and (p.view.result.instance[p.scene.drawn][drawn] == s.parent).all()
+    p.thresholds.nested.setChecked(False)
+    assert not p.params().nested.enabled
+    assert wait_until(qapp, lambda: p.runner.busy, 5), "a re-score job started"
+    assert finish(qapp, p) == ["finished"]
+    assert not any(s.parent for s in p.view.result.segments) and not p.view.result.part.any()
+    assert p.segments.table.rowCount() == len(p.view.result.segments)
 
 
 def test_exports(qapp, qtbot, ran, tmp_path: Path) -> None:
@@ -330,11 +353,13 @@ def test_state_round_trip(qapp, panel_ctx, panel, tmp_path: Path) -> None:
     panel.method.setCurrentIndex(panel.method.findData("dbscan"))
     panel.thresholds.set_value("mask_threshold", 0.03, emit=False)
     panel.thresholds.unclaimed.setChecked(False)
+    panel.thresholds.nested.setChecked(False)
     panel.controls.color.setCurrentText("score")
     panel.open_path(example_path())
     assert finish(qapp, panel, 60) == ["finished"]
     state = panel.state()
     assert state["path"] == str(example_path()) and state["anchors"] == 12 and state["method"] == "dbscan" and state["unclaimed"] is False
+    assert state["nested"] is False
     other = create_panel(panel_ctx)
     other.restore(state)
     assert finish(qapp, other, 60) == ["finished"]
