@@ -50,7 +50,8 @@ class SegmentList(QWidget):
         self.show_all = QPushButton("Show all")
         self.hide_all = QPushButton("Hide all")
         self.hide_unconfirmed = QPushButton("Hide unconfirmed")
-        self.hide_unconfirmed.setToolTip(UNCONFIRMED_TIP)
+        self.hide_unconfirmed.setToolTip("Hide the segments the prior did not confirm: unclaimed parts and nested proposals "
+                                         "(a point inside a nested proposal is drawn as that proposal)")
         self.show_all.clicked.connect(lambda: self._set_all(True))
         self.hide_all.clicked.connect(lambda: self._set_all(False))
         self.hide_unconfirmed.clicked.connect(lambda: self._set_all(False, only_unconfirmed=True))
