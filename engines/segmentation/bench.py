@@ -93,7 +93,7 @@ def run_bench(folder: Path, params: SegmentParams = SegmentParams(), methods: tu
             t0 = time.perf_counter()
             result = segment(cloud.without_labels(), method_params(params, method), cancel=cancel)
             seconds[method].append(time.perf_counter() - t0)
-            pred = ScenePrediction.from_labels(gt, result.instance, result.score, result.part, result.part_score)
+            pred = result.prediction(gt)
             preds[method].append(pred)
             f, t = _recall50(gt, result.instance, touching)
             touch[method][0] += f

@@ -18,6 +18,7 @@ from engines.core.imports import open3d
 from .agent import AgentParams, Trajectory, enclosing_cylinder, run_agent
 from .masks import DedupParams, deduplicate, drop_small_segments, grow_segments, labels_from_masks
 from .merging import MergeParams, merge_parts
+from .metrics import ScenePrediction
 from .nested import NestedParams, nested_parts, ranked_below
 from .neighbours import thinned
 from .objectness import RewardParams, score_crops
@@ -109,6 +110,10 @@ class SegmentationResult:
     agent: str = ""  # who moved the cylinders: "search" or "ppo" (empty for DBSCAN)
     part: np.ndarray | None = field(default=None, repr=False)  # (N,) int32 nested part per point (`nested.py`), 0 = none
     part_score: np.ndarray | None = field(default=None, repr=False)  # (N,) float32 its confidence
+
+    def prediction(self, gt: np.ndarray) -> ScenePrediction:
+        """The masks AP judges against ground truth ``gt``: the segments and the nested proposals."""
+        return ScenePrediction.from_labels(gt, self.instance, self.score, self.part, self.part_score)
 
     def summary(self) -> dict:
         """The JSON summary: method, timings and one entry per segment."""
@@ -258,6 +263,9 @@ class Finished:
 
         return Finished(carry(self.instance, 0), carry(self.score, 0.0), carry(self.residual, np.nan), carry(self.part, 0),
                         carry(self.part_score, 0.0), self.unconfirmed)
+
+    def segments(self, points: np.ndarray) -> tuple[Segment, ...]:
+        return _segments(points, self.instance, self.score, self.unconfirmed, self.part, self.part_score)
 
 
 def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: float, found: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -409,14 +417,10 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
         done = done.carried(all_points, points)
     progress(1.0, "done")
     return SegmentationResult(
-        params.method, done.instance, done.score, done.residual, _labelled_segments(all_points, done), tuple(trajs), tuple(candidates),
+        params.method, done.instance, done.score, done.residual, done.segments(all_points), tuple(trajs), tuple(candidates),
         anchors, floor_z, int((~keep).sum()), int(len(sub)), time.perf_counter() - t0,
         params.agent.policy if params.method == "grabs" else "", done.part, done.part_score,
     )
-
-
-def _labelled_segments(points: np.ndarray, done: Finished) -> tuple[Segment, ...]:
-    return _segments(points, done.instance, done.score, done.unconfirmed, done.part, done.part_score)
 
 
 def _search_points(points: np.ndarray, params: SegmentParams, rng: np.random.Generator) -> np.ndarray:
@@ -472,5 +476,5 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     if len(sub) < len(points):
         done = done.carried(points, points[sub])
     progress(1.0, "done")
-    return replace(result, instance=done.instance, score=done.score, residual=done.residual, segments=_labelled_segments(points, done),
+    return replace(result, instance=done.instance, score=done.score, residual=done.residual, segments=done.segments(points),
                    part=done.part, part_score=done.part_score, seconds=time.perf_counter() - t0)

@@ -1,10 +1,10 @@
 """Point clouds in and out: binary PLY / PCD through Open3D's tensor API, text rows and NPZ through NumPy.
 
-Extra per-vertex fields (`instance`, `score`, and a result's `part`, `part_score`) travel through Open3D's tensor point clouds. Headers
-are checked here before Open3D reads a file, because Open3D silently returns garbage for a
-truncated binary PLY and prints to stderr for a file that is not one. Text formats (ASCII PLY and
-PCD, XYZ, PTS) are parsed here, every row of them: Open3D reads a word, a short row or a missing
-row as uninitialised memory. Every bad file gets one clear `EngineError`. Non-finite points are
+Extra per-vertex fields (`instance`, `score`, and a result's `part`, `part_score`) travel through
+Open3D's tensor point clouds. Headers are checked here before Open3D reads a file, because Open3D
+silently returns garbage for a truncated binary PLY and prints to stderr for a file that is not
+one. Text formats (ASCII PLY and PCD, XYZ, PTS) are parsed here, every row of them: Open3D reads a
+word, a short row or a missing row as uninitialised memory. Every bad file gets one clear `EngineError`. Non-finite points are
 dropped and counted.
 """
 from __future__ import annotations

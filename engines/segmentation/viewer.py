@@ -11,7 +11,7 @@ import numpy as np
 
 from engines.core import CancelToken, NEVER_CANCELLED, ProgressFn, no_progress
 
-from .metrics import APResult, ScenePrediction, evaluate
+from .metrics import APResult, evaluate
 from .pipeline import SegmentationResult
 from .pointio import PointCloud, read_cloud
 
@@ -177,7 +177,7 @@ def result_view(scene: SceneView, result: SegmentationResult) -> ResultView:
     counts: dict[str, int] = {}
     if scene.cloud.instance is not None:
         gt = scene.cloud.instance
-        metrics = evaluate([ScenePrediction.from_labels(gt, result.instance, result.score, result.part, result.part_score)])
+        metrics = evaluate([result.prediction(gt)])
         labels = error_labels(result.instance, gt)
         colors["errors"] = error_colors(labels[d])
         counts = {"true_positive": int((labels == 1).sum()), "false_positive": int((labels == 2).sum()), "false_negative": int((labels == 3).sum())}

@@ -229,14 +229,14 @@ def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict:
     from engines.core import configure_threads
     from engines.segmentation.example import example_cloud
     from engines.segmentation.export import export_json, export_ply, export_scannet
-    from engines.segmentation.metrics import ScenePrediction, evaluate
+    from engines.segmentation.metrics import evaluate
     from engines.segmentation.pipeline import SegmentParams, segment
 
     configure_threads()
     cloud = example_cloud()
     result = segment(cloud, SegmentParams(), progress, cancel)
     export_ply(out / "example_pred.ply", cloud, result)
-    ap = evaluate([ScenePrediction.from_labels(cloud.instance, result.instance, result.score, result.part, result.part_score)])
+    ap = evaluate([result.prediction(cloud.instance)])
     export_json(out / "example_summary.json", result, {"ap": ap.ap, "ap50": ap.ap50, "ap25": ap.ap25})
     export_scannet(out / "scannet", result, "example")
     return {"segments": len(result.segments), "ap50": ap.ap50, "ap25": ap.ap25, "files": ["example_pred.ply", "example_summary.json", "scannet/"]}
