@@ -82,3 +82,19 @@ def test_a_sketch_match_at_the_goal_settles_on_the_drawn_numbers() -> None:
     assert unsettled.solved and unsettled.program == near
     settled = solve(strokes, _AddsFarDiscs(), params)
     assert settled.solved and settled.program == drawn and settled.path[0].program == near
+
+
+
+def test_settling_may_leave_the_outline_match_for_the_closest_edge() -> None:
+    """A stray stroke 3 px off the drawn quad: a taller quad reaches it within the 2 px match,
+    the drawn one lies closer to the strokes on average and is the one kept."""
+    drawn, taller = "(Quad 8 8 6 4 G)", "(Quad 8 8 6 5 G)"
+    strokes = outline(render(parse(drawn)))
+    top = int(np.nonzero(strokes)[0].min())
+    strokes[top - 3, 28:36] = True
+    params = SearchParams(budget=600, beam=4, proposals=4, style="sketch", start=taller)
+    unsettled = solve(strokes, _AddsFarDiscs(), SearchParams(**{**params.__dict__, "polish_after": 0}))
+    assert unsettled.solved and unsettled.program == taller and unsettled.score == 1.0
+    settled = solve(strokes, _AddsFarDiscs(), params)
+    assert settled.solved and settled.program == drawn and settled.path[0].program == taller
+    assert settled.score < params.goal and settled.best[0].program == drawn
