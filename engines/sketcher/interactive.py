@@ -17,8 +17,9 @@ from .api import SolveRequest, render_png, solve_target, write_svg
 from .edits import node_end, random_program
 from .image_input import ink_mask, load_target
 from .language import error_position, parse, to_text, try_parse
-from .render import DEFAULT_SIZE, foreground_iou, render, render_batch
-from .search import Candidate, SearchResult
+from .render import DEFAULT_SIZE, render, render_batch
+from .search import Candidate, SearchResult, is_sketch
+from .similarity import similarity
 from .vocab import ADD, ANG0, ANG_CHARS, CAT_NUM, CIRCLE, NUM0, NUM_CHARS, QUAD, Tokens, rule_of
 
 
@@ -37,7 +38,8 @@ class Preview:
     error: str = ""
     error_position: int | None = None  # 1-based character position
     mask: np.ndarray | None = None
-    iou: float | None = None
+    score: float | None = None  # against the drawing: outline match for a sketch, else IoU
+    sketch: bool = False
     tree: TreeNode | None = None
     primitives: int = 0
 
@@ -47,6 +49,7 @@ class GalleryUpdate:
     candidates: tuple[Candidate, ...]
     masks: np.ndarray  # (n, 64, 64)
     renders: int
+    sketch: bool  # the candidates' scores are outline matches, not IoU
 
 
 @dataclass(frozen=True)
@@ -75,13 +78,17 @@ def syntax_tree(tokens: Tokens) -> TreeNode:
     return build(0)[0]
 
 
-def preview(text: str, target: np.ndarray | None = None, size: int = DEFAULT_SIZE) -> Preview:
+def preview(text: str, target: np.ndarray | None = None, size: int = DEFAULT_SIZE, style: str = "auto") -> Preview:
+    """The program's render and tree, scored against the drawing the way a search would score it."""
     tokens, error = try_parse(text)
     if tokens is None:
         return Preview(text, False, error or "", error_position(error or ""))
     mask = render(tokens, size)
-    iou = float(foreground_iou(render(tokens), target)) if target is not None and target.any() else None
-    return Preview(text, True, mask=mask, iou=iou, tree=syntax_tree(tokens), primitives=sum(t in (CIRCLE, QUAD) for t in tokens))
+    score, sketch = None, False
+    if target is not None and target.any():
+        sketch = is_sketch(target, style)
+        score = float(similarity(render(tokens)[None], target, sketch)[0])
+    return Preview(text, True, mask=mask, score=score, sketch=sketch, tree=syntax_tree(tokens), primitives=sum(t in (CIRCLE, QUAD) for t in tokens))
 
 
 def target_from_canvas(grey: np.ndarray) -> np.ndarray:
@@ -110,9 +117,11 @@ def random_target(seed: int, primitives: int = 3) -> tuple[str, np.ndarray]:
 def convert(target: np.ndarray, request: SolveRequest, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, partial=None) -> Conversion:
     """Search for a program; stream gallery updates through ``partial`` while it runs."""
 
+    sketch = is_sketch(target, request.params.style)
+
     def on_update(candidates: tuple[Candidate, ...], renders: int) -> None:
         if partial is not None:
-            partial(GalleryUpdate(candidates, render_batch([parse(c.program) for c in candidates]), renders))
+            partial(GalleryUpdate(candidates, render_batch([parse(c.program) for c in candidates]), renders, sketch))
 
     result = solve_target(target, request, progress, cancel, on_update)
     best = render_batch([parse(c.program) for c in result.best])

@@ -108,6 +108,11 @@ class _Node:
     look: bytes = field(repr=False)  # the packed render: equal pictures, equal looks
 
 
+def is_sketch(target: np.ndarray, style: str) -> bool:
+    """Whether ``target`` is judged as a line drawing (outline match) rather than filled (IoU)."""
+    return style == "sketch" or (style == "auto" and looks_like_strokes(target))
+
+
 def has_empty_primitive(tokens: Tokens) -> bool:
     """Whether a primitive of zero area (radius, width or height 0) is in the program."""
     for i, t in enumerate(tokens):
@@ -149,7 +154,7 @@ def solve(
     if not target.any():
         raise EngineError("the target image is empty: draw something first")
     size = target.shape[0]
-    sketch = params.style == "sketch" or (params.style == "auto" and looks_like_strokes(target))
+    sketch = is_sketch(target, params.style)
     started = time.perf_counter()
     rng = random.Random(params.seed)
     nodes: dict[Tokens, _Node] = {}

@@ -323,13 +323,13 @@ class SketcherPanel(MethodPanel):
         self.progress.setFormat(text)
 
     def _on_partial(self, update) -> None:
-        self.gallery.show_candidates(update.candidates, update.masks)
+        self.gallery.show_candidates(update.candidates, update.masks, update.sketch)
         self.gallery_label.setText(f"Best candidates after {update.renders} renders")
 
     def _on_finished(self, conversion) -> None:
         result = conversion.result
         self.last_result = conversion
-        self.gallery.show_candidates(result.best, conversion.best_masks)
+        self.gallery.show_candidates(result.best, conversion.best_masks, result.sketch)
         what = "outline match" if result.sketch else "IoU"
         self.gallery_label.setText(f"Best candidates: {result.renders} renders in {result.seconds:.1f} s ({result.proposer} edits)")
         self.editor.setPlainText(result.program)
@@ -352,6 +352,7 @@ class SketcherPanel(MethodPanel):
             self.program_status.setText("Type a program, or convert a drawing.")
             return
         grey = None if self.canvas.is_blank() else self.canvas.grey().copy()
+        style = self.style.currentData()
 
         def work(job):
             from engines.core import EngineError
@@ -363,7 +364,7 @@ class SketcherPanel(MethodPanel):
                     target = interactive.target_from_canvas(grey)
                 except EngineError:
                     target = None
-            return interactive.preview(text, target)
+            return interactive.preview(text, target, style=style)
 
         self.preview_runner.start(work, "Render program")
 
@@ -376,8 +377,9 @@ class SketcherPanel(MethodPanel):
             return
         self.preview.setPixmap(mask_pixmap(preview.mask, 128))
         fill_tree(self.tree, preview.tree)
-        iou = "" if preview.iou is None else f", IoU with the drawing {preview.iou:.3f}"
-        self.program_status.setText(f"{preview.primitives} primitive{'s' if preview.primitives != 1 else ''}{iou}")
+        what = "outline match with the drawing" if preview.sketch else "IoU with the drawing"
+        score = "" if preview.score is None else f", {what} {preview.score:.3f}"
+        self.program_status.setText(f"{preview.primitives} primitive{'s' if preview.primitives != 1 else ''}{score}")
 
     # benchmark curves --------------------------------------------------------------------------
     def _load_curves(self) -> None:

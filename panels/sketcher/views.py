@@ -62,7 +62,7 @@ class ProgramEditor(QPlainTextEdit):
 
 
 class Gallery(QListWidget):
-    """The best candidates so far: render, IoU and program text; a click picks one."""
+    """The best candidates so far: render, score (IoU, or outline match for a sketch) and program text; a click picks one."""
 
     picked = Signal(str)
 
@@ -79,11 +79,13 @@ class Gallery(QListWidget):
         self.setMovement(QListWidget.Movement.Static)
         self.itemClicked.connect(lambda item: self.picked.emit(item.data(Qt.ItemDataRole.UserRole)))
 
-    def show_candidates(self, candidates, masks: np.ndarray) -> None:
+    def show_candidates(self, candidates, masks: np.ndarray, sketch: bool) -> None:
         self.clear()
+        what = "match" if sketch else "IoU"
         for cand, mask in zip(candidates, masks):
-            item = QListWidgetItem(QIcon(mask_pixmap(mask, 88)), f"IoU {cand.iou:.3f}\n{cand.program[:28]}{'…' if len(cand.program) > 28 else ''}")
-            item.setToolTip(f"{cand.program}\nscore {cand.score:.3f}, found after {cand.renders} renders, {cand.depth} edits from its start")
+            item = QListWidgetItem(QIcon(mask_pixmap(mask, 88)), f"{what} {cand.score:.3f}\n{cand.program[:28]}{'…' if len(cand.program) > 28 else ''}")
+            how = "outline match with the strokes (within 2 px)" if sketch else "IoU with the drawing"
+            item.setToolTip(f"{cand.program}\n{how} {cand.score:.3f}, found after {cand.renders} renders, {cand.depth} edits from its start")
             item.setData(Qt.ItemDataRole.UserRole, cand.program)
             self.addItem(item)
 

@@ -13,17 +13,27 @@ from engines.sketcher.api import SolveRequest
 from engines.sketcher.language import parse
 from engines.sketcher.render import render
 from engines.sketcher.search import SearchParams
+from engines.sketcher.similarity import outline, sketch_match
 
 
 def test_preview_of_a_valid_program() -> None:
     target = render(parse("(Circle 6 8 8)"))
     view = interactive.preview("(- (Circle 6 8 8) (Quad 8 8 2 2 H))", target, 128)
     assert view.ok and view.mask.shape == (128, 128) and view.primitives == 2
-    assert 0.8 < view.iou < 1.0
+    assert not view.sketch and 0.8 < view.score < 1.0
     assert view.tree.label == "- subtract"
     circle, quad = view.tree.children
     assert circle.label == "Circle" and [c.label for c in circle.children] == ["radius = 6 (6)", "x = 8 (8)", "y = 8 (8)"]
     assert quad.children[-1].label == "angle = H (45°)"
+
+
+def test_preview_of_a_line_drawing_scores_the_outline_match() -> None:
+    strokes = outline(render(parse("(Quad 8 8 6 4 G)")))
+    view = interactive.preview("(Quad 8 8 6 5 G)", strokes)  # 2 px off top and bottom: within the match
+    assert view.sketch and view.score == pytest.approx(float(sketch_match(render(parse("(Quad 8 8 6 5 G)"))[None], strokes)[0]))
+    assert view.score == 1.0
+    filled = interactive.preview("(Quad 8 8 6 5 G)", strokes, style="filled")
+    assert not filled.sketch and filled.score < 0.2
 
 
 def test_preview_of_a_broken_program_names_the_position() -> None:

@@ -60,10 +60,27 @@ def test_drawn_rectangle_becomes_a_program(qapp, qtbot, panel) -> None:
     assert partials, "no live candidates streamed"
     assert conversion.result.iou > 0.9
     assert panel.editor.toPlainText() == conversion.result.program
-    assert panel.gallery.count() >= 1
+    assert panel.gallery.count() >= 1 and panel.gallery.item(0).text().startswith("IoU ")
     assert panel.path_view.steps.count() == len(conversion.result.path)
     wait_until(qapp, lambda: panel.tree.topLevelItemCount() > 0, 20)
     assert panel.tree.topLevelItemCount() == 1
+
+
+def test_a_line_drawing_is_scored_by_its_outline_match(qapp, qtbot, panel) -> None:
+    panel.tool_buttons["ellipse"].click()
+    panel.fill_box.setChecked(False)
+    panel.brush.setValue(12)
+    _drag(qtbot, panel.canvas, (0.2, 0.25), (0.8, 0.75))
+    results = []
+    panel.runner.finished.connect(results.append)
+    panel.budget.setValue(600)
+    assert panel.convert()
+    _wait_job(qapp, panel.runner)
+    assert results and results[0].result.sketch, panel.message.text
+    labels = [panel.gallery.item(i).text() for i in range(panel.gallery.count())]
+    assert labels and all(label.startswith("match ") for label in labels), labels
+    assert "outline match" in panel.progress.format()
+    assert wait_until(qapp, lambda: "outline match with the drawing" in panel.program_status.text(), 20), panel.program_status.text()
 
 
 def test_tools_undo_redo_and_clear(qtbot, panel) -> None:
