@@ -71,36 +71,39 @@ def rgb_colors(colors: np.ndarray | None, n: int) -> np.ndarray:
     return np.column_stack([colors.astype(np.float32) / 255.0, np.ones(n, np.float32)])
 
 
-def error_labels(pred: np.ndarray, gt: np.ndarray, threshold: float = 0.5) -> np.ndarray:
+def error_labels(pred: np.ndarray, gt: np.ndarray, part: np.ndarray | None = None, threshold: float = 0.5) -> np.ndarray:
     """Per point: 0 nothing, 1 true positive, 2 false positive, 3 false negative (IoU > threshold matching).
 
-    Predictions are matched to objects greedily by overlap; points of a matched prediction inside
-    its object are true positives, every other predicted point a false positive, and the object
-    points no matched prediction covers are false negatives.
+    The masks are the segments and, when given, the nested parts inside them (``part``: a second
+    per-point label, 0 outside a part), overlapping as the AP counts them. Masks are matched to
+    objects one to one, best IoU first; a point that a matched mask of its own object covers is a
+    true positive, any other predicted point a false positive, and an object point that no
+    matched mask covers a false negative.
     """
-    out = np.zeros(len(pred), np.int8)
+    masks = [pred == p for p in np.unique(pred[pred > 0])]
+    if part is not None:
+        masks += [part == p for p in np.unique(part[part > 0])]
+    sizes = {int(g): int(n) for g, n in zip(*np.unique(gt[gt > 0], return_counts=True))}
     pairs = []
-    for p in np.unique(pred[pred > 0]):
-        pm = pred == p
-        labels, inter = np.unique(gt[pm], return_counts=True)
+    for k, mask in enumerate(masks):
+        labels, inter = np.unique(gt[mask], return_counts=True)
         for g, i in zip(labels, inter):
             if g > 0:
-                iou = i / (pm.sum() + (gt == g).sum() - i)
+                iou = i / (mask.sum() + sizes[int(g)] - i)
                 if iou > threshold:
-                    pairs.append((iou, int(p), int(g)))
-    used_p, used_g = set(), set()
-    for _, p, g in sorted(pairs, reverse=True):
-        if p not in used_p and g not in used_g:
-            used_p.add(p)
+                    pairs.append((float(iou), k, int(g)))
+    used_k, used_g = set(), set()
+    covered = np.zeros(len(pred), bool)
+    for _, k, g in sorted(pairs, reverse=True):
+        if k not in used_k and g not in used_g:
+            used_k.add(k)
             used_g.add(g)
-    match = dict((p, g) for _, p, g in pairs if p in used_p and g in used_g)
-    matched_gt = np.array([match.get(int(p), -1) for p in pred]) if len(pred) else np.zeros(0)
-    is_pred = pred > 0
-    out[is_pred] = 2
-    out[is_pred & (matched_gt == gt) & (gt > 0)] = 1
-    out[(gt > 0) & ~is_pred] = 3
-    covered = is_pred & (matched_gt == gt)
-    out[(gt > 0) & ~covered & (out != 2)] = 3
+            covered |= masks[k] & (gt == g)
+    predicted = pred > 0
+    out = np.zeros(len(pred), np.int8)
+    out[predicted] = 2
+    out[covered] = 1
+    out[(gt > 0) & ~covered & ~predicted] = 3
     return out
 
 
@@ -178,7 +181,7 @@ def result_view(scene: SceneView, result: SegmentationResult) -> ResultView:
     if scene.cloud.instance is not None:
         gt = scene.cloud.instance
         metrics = evaluate([result.prediction(gt)])
-        labels = error_labels(result.instance, gt)
+        labels = error_labels(result.instance, gt, result.part)
         colors["errors"] = error_colors(labels[d])
         counts = {"true_positive": int((labels == 1).sum()), "false_positive": int((labels == 2).sum()), "false_negative": int((labels == 3).sum())}
     return ResultView(result, colors, inst, metrics, counts)

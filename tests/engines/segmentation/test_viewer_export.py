@@ -49,6 +49,18 @@ def test_error_labels() -> None:
     assert (lab[:8] == 1).all() and (lab[8:10] == 3).all() and (lab[10:20] == 3).all() and (lab[20:] == 2).all()
 
 
+def test_error_labels_judge_a_nested_part_as_its_own_mask() -> None:
+    gt = np.array([1] * 20 + [2] * 8 + [0] * 2)  # a table and the chair pushed under it
+    pred = np.array([1] * 30)  # one segment holds both (IoU 20/30 with the table)
+    part = np.array([0] * 20 + [2] * 8 + [0] * 2)  # the nested proposal: the chair
+    without = viewer.error_labels(pred, gt)
+    assert (without[:20] == 1).all() and (without[20:] == 2).all()
+    lab = viewer.error_labels(pred, gt, part)
+    assert (lab[:20] == 1).all() and (lab[20:28] == 1).all() and (lab[28:] == 2).all()
+    wrong = np.array([0] * 14 + [3] * 6 + [0] * 10)  # a part of the table's own points (its legs) matches nothing
+    assert np.array_equal(viewer.error_labels(pred, gt, wrong), without)
+
+
 def test_cylinder_lines_and_cameras() -> None:
     lines = viewer.cylinder_lines(1.0, 2.0, 0.5, 0.0, 2.2)
     assert lines.shape[1] == 3 and len(lines) % 2 == 0
