@@ -43,6 +43,16 @@ def _wait_job(qapp, runner, timeout: float = 120) -> None:
     assert wait_until(qapp, lambda: not runner.busy, timeout), "the job did not finish"
 
 
+def _convert(qapp, panel, budget: int) -> list:
+    """Convert the canvas with ``budget`` renders; the conversions the panel received."""
+    results = []
+    panel.runner.finished.connect(results.append)
+    panel.budget.setValue(budget)
+    assert panel.convert()
+    _wait_job(qapp, panel.runner)
+    return results
+
+
 def test_drawn_rectangle_becomes_a_program(qapp, qtbot, panel) -> None:
     panel.tool_buttons["rectangle"].click()
     _drag(qtbot, panel.canvas, (0.25, 0.3), (0.75, 0.7))
@@ -50,11 +60,7 @@ def test_drawn_rectangle_becomes_a_program(qapp, qtbot, panel) -> None:
     assert ink[256, 256] and not ink[30, 30]  # the rectangle is filled, the corner blank
     partials = []
     panel.runner.partial.connect(partials.append)
-    results = []
-    panel.runner.finished.connect(results.append)
-    panel.budget.setValue(1500)
-    assert panel.convert()
-    _wait_job(qapp, panel.runner)
+    results = _convert(qapp, panel, 1500)
     assert results, panel.message.text
     conversion = results[0]
     assert partials, "no live candidates streamed"
@@ -71,11 +77,7 @@ def test_a_line_drawing_is_scored_by_its_outline_match(qapp, qtbot, panel) -> No
     panel.fill_box.setChecked(False)
     panel.brush.setValue(12)
     _drag(qtbot, panel.canvas, (0.2, 0.25), (0.8, 0.75))
-    results = []
-    panel.runner.finished.connect(results.append)
-    panel.budget.setValue(600)
-    assert panel.convert()
-    _wait_job(qapp, panel.runner)
+    results = _convert(qapp, panel, 600)
     assert results and results[0].result.sketch, panel.message.text
     labels = [panel.gallery.item(i).text() for i in range(panel.gallery.count())]
     assert labels and all(label.startswith("match ") for label in labels), labels
@@ -211,11 +213,7 @@ def test_ink_along_the_canvas_border_stays_ink(qapp, qtbot, panel) -> None:
     panel.tool_buttons["rectangle"].click()
     panel.fill_box.setChecked(False)
     _drag(qtbot, panel.canvas, (0.0, 0.0), (0.999, 0.999))
-    results = []
-    panel.runner.finished.connect(results.append)
-    panel.budget.setValue(10)
-    assert panel.convert()
-    _wait_job(qapp, panel.runner)
+    results = _convert(qapp, panel, 10)
     frame = results[-1].target
     assert frame[0, 32] and frame[32, 0] and not frame[32, 32] and frame.mean() < 0.2
     panel.canvas.clear()
