@@ -75,30 +75,33 @@ def error_labels(pred: np.ndarray, gt: np.ndarray, part: np.ndarray | None = Non
     """Per point: 0 nothing, 1 true positive, 2 false positive, 3 false negative (IoU > threshold matching).
 
     The masks are the segments and, when given, the nested parts inside them (``part``: a second
-    per-point label, 0 outside a part), overlapping as the AP counts them. Masks are matched to
-    objects one to one, best IoU first; a point that a matched mask of its own object covers is a
-    true positive, any other predicted point a false positive, and an object point that no
-    matched mask covers a false negative.
+    per-point label, 0 outside a part), overlapping as the AP counts them: each mask is matched to
+    one object not matched yet, segments before parts (parts rank after every segment, as in the
+    AP), so a part only counts for an object its segment did not take. A point that a matched
+    mask of its own object covers is a true positive, any other predicted point a false positive,
+    and an object point that no matched mask covers a false negative.
     """
-    masks = [pred == p for p in np.unique(pred[pred > 0])]
-    if part is not None:
-        masks += [part == p for p in np.unique(part[part > 0])]
     sizes = {int(g): int(n) for g, n in zip(*np.unique(gt[gt > 0], return_counts=True))}
-    pairs = []
-    for k, mask in enumerate(masks):
-        labels, inter = np.unique(gt[mask], return_counts=True)
-        for g, i in zip(labels, inter):
-            if g > 0:
-                iou = i / (mask.sum() + sizes[int(g)] - i)
-                if iou > threshold:
-                    pairs.append((float(iou), k, int(g)))
-    used_k, used_g = set(), set()
+    used: set[int] = set()
     covered = np.zeros(len(pred), bool)
-    for _, k, g in sorted(pairs, reverse=True):
-        if k not in used_k and g not in used_g:
-            used_k.add(k)
-            used_g.add(g)
-            covered |= masks[k] & (gt == g)
+    for labels in (pred, part):
+        if labels is None:
+            continue
+        pairs = []
+        for p in np.unique(labels[labels > 0]):
+            mask = labels == p
+            objects, inter = np.unique(gt[mask], return_counts=True)
+            for g, i in zip(objects, inter):
+                if g > 0:
+                    iou = i / (mask.sum() + sizes[int(g)] - i)
+                    if iou > threshold:
+                        pairs.append((float(iou), int(p), int(g)))
+        taken: set[int] = set()
+        for _, p, g in sorted(pairs, reverse=True):
+            if p not in taken and g not in used:
+                taken.add(p)
+                used.add(g)
+                covered |= (labels == p) & (gt == g)
     predicted = pred > 0
     out = np.zeros(len(pred), np.int8)
     out[predicted] = 2

@@ -59,6 +59,8 @@ def test_error_labels_judge_a_nested_part_as_its_own_mask() -> None:
     assert (lab[:20] == 1).all() and (lab[20:28] == 1).all() and (lab[28:] == 2).all()
     wrong = np.array([0] * 14 + [3] * 6 + [0] * 10)  # a part of the table's own points (its legs) matches nothing
     assert np.array_equal(viewer.error_labels(pred, gt, wrong), without)
+    legs = np.array([0] * 6 + [3] * 14 + [0] * 10)  # matches the table better than the segment does (14/20 vs 20/30)
+    assert np.array_equal(viewer.error_labels(pred, gt, legs), without)  # but the segment ranks first and took it
 
 
 def test_cylinder_lines_and_cameras() -> None:
