@@ -84,7 +84,6 @@ def test_a_sketch_match_at_the_goal_settles_on_the_drawn_numbers() -> None:
     assert settled.solved and settled.program == drawn and settled.path[0].program == near
 
 
-
 def test_settling_may_leave_the_outline_match_for_the_closest_edge() -> None:
     """A stray stroke 3 px off the drawn quad: a taller quad reaches it within the 2 px match,
     the drawn one lies closer to the strokes on average and is the one kept."""
