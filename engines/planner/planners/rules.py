@@ -1,4 +1,4 @@
-"""Rule-based planners: constant velocity, the IDM lane follower (nuPlan's IDM planner) and the
+"""Rule-based planners: constant velocity, the IDM lane follower (after nuPlan's IDM planner) and the
 expert that demonstrates driving for training (IDM with forecasts, yielding, gap acceptance and
 lane changes)."""
 from __future__ import annotations
@@ -53,7 +53,8 @@ def blend_length(speed: float) -> float:
 
 class IDMPlanner:
     """Follows the route's centre line at the lane's speed limit; IDM behind whatever occupies
-    the path now (no forecasts, no lane changes): nuPlan's IDM baseline."""
+    the path now (no forecasts, no lane changes): nuPlan's IDM baseline, with the reactive
+    agents' IDM parameters (nuPlan's planner brakes at most 3 m/s^2; see docs/planner.md)."""
 
     name = "idm"
 
