@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,7 @@ class TrainParams:
     brake_weight: float = 1.0  # sampling weight of samples where the expert brakes hard (rare, and where crashes happen)
     early_weight: float = 1.0  # loss weight of the ego plan's first EARLY_S seconds against the rest (closed loop drives only those)
     slow_weight: float = 1.0  # at most this loss weight for a waypoint the expert reaches with little travel (see travel_weights)
+    noise_draws: int = 1  # noise levels drawn per scene and step: the encoder runs once for all of them (see repeat_scenes)
     max_steps: int | None = None  # for tests
 
     def check(self) -> None:
@@ -50,6 +51,8 @@ class TrainParams:
             raise EngineError("--early-weight must be positive")
         if not self.slow_weight >= 1:
             raise EngineError("--slow-weight must be at least 1")
+        if self.noise_draws < 1:
+            raise EngineError("--noise-draws must be at least 1")
 
 
 def _load_file(path: Path) -> dict[str, torch.Tensor]:
@@ -147,6 +150,24 @@ def travel_weights(travel: torch.Tensor, std: torch.Tensor, cap: float) -> torch
     return ((std / travel.clamp(min=TRAVEL_FLOOR)) ** 2).clamp(1.0, cap)
 
 
+def repeat_scenes(draws: int, *tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """Each scene's rows ``draws`` times in a row (None stays None), so one encoder pass serves
+    several noise levels: the encoder is most of a step's cost, the decoder a small part."""
+    return [t.repeat_interleave(draws, dim=0) if t is not None and draws > 1 else t for t in tensors]
+
+
+def scene_denoiser(model: DiffusionPlannerNet, x: dict[str, torch.Tensor], valid_now: torch.Tensor,
+                   draws: int = 1) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """x0 prediction for ``draws`` noisy copies of each scene in ``x`` (rows as ``repeat_scenes``
+    lays them out), encoding each scene once. ``valid_now`` (B x draws, P): trajectories present now."""
+    def denoise(x_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        tokens, pad, cond = model.encoder(x)
+        memory = [tuple(repeat_scenes(draws, k, v)) for k, v in model.decoder.memory(tokens)]
+        pad, cond = repeat_scenes(draws, pad, cond)
+        return model.decoder(x_t, t, memory, pad, cond, ~valid_now)
+    return denoise
+
+
 def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor]:
     x = {k: data[k][idx] for k in INPUT_KEYS}
     fut = data["future"][idx].clone()
@@ -201,12 +222,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
     running = []
     model.train()
 
-    def denoiser(x):
-        def denoise(x_t, t):
-            tokens, pad, cond = model.encoder(x)
-            return model.decoder(x_t, t, model.decoder.memory(tokens), pad, cond, ~valid_now)
-        return denoise
-
+    draws = params.noise_draws
     while True:
         elapsed = time.perf_counter() - t_start
         if elapsed >= budget or (params.max_steps is not None and step >= params.max_steps):
@@ -218,13 +234,15 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
             idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
         x, x0, valid = batch_targets(model, data, idx)
         loss_weights = early if travel is None else travel[idx]
-        valid_now = valid[:, :, 0]
+        if loss_weights is not None and loss_weights.dim() == 2:
+            loss_weights, = repeat_scenes(draws, loss_weights)
+        x0, valid = repeat_scenes(draws, x0, valid)
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
         lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        loss, ego_loss, nb_loss = diffusion_loss(denoiser(x), x0, valid, loss_weights)
+        loss, ego_loss, nb_loss = diffusion_loss(scene_denoiser(model, x, valid[:, :, 0], draws), x0, valid, loss_weights)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -278,7 +296,7 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
         "history": history,
         "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": " + ".join(Path(p).name for p in data_paths), "seed": params.seed,
                  "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight,
-                 "early_weight": params.early_weight, "parameters": count_parameters(model)},
+                 "early_weight": params.early_weight, "slow_weight": params.slow_weight, "noise_draws": params.noise_draws, "parameters": count_parameters(model)},
     }
     with atomic_path(out) as tmp:
         torch.save(state, tmp)

@@ -71,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
     train.add_argument("--slow-weight", type=float, default=1.0, help="weigh a waypoint's loss up to this many times when the expert's plan travels little to reach it (default 1: off)")
+    train.add_argument("--noise-draws", type=int, default=1, help="noise levels per scene and step, sharing one encoder pass (default 1)")
     train.add_argument("--early-weight", type=float, default=1.0, help="weigh the loss on the ego plan's first 2 s this many times the rest (default 1)")
     train.add_argument("--brake-weight", type=float, default=1.0, help="sample the moments where the expert brakes hard this many times as often (default 1)")
     train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
@@ -172,7 +173,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engines.planner.train import TrainParams, export_inference, resume_state, train
 
     _configure()
-    params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight, slow_weight=args.slow_weight)
+    params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight, slow_weight=args.slow_weight,
+                         noise_draws=args.noise_draws)
     with cli_job(args, "train ") as (progress, cancel):
         params.check()
         resume_state(args.out)  # an unusable checkpoint to resume fails before any data is generated

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from engines.planner.procedural import generate
 from engines.planner.scenario import scenario_to_dict
@@ -135,6 +136,7 @@ def test_impossible_training_settings_fail_before_any_data_is_generated(cli, tmp
     assert "--minutes must be positive" in one_error(cli("planner", "train", "--minutes", "-1", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert "--batch must be at least 1" in one_error(cli("planner", "train", "--minutes", "1", "--batch", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert "--brake-weight must be positive" in one_error(cli("planner", "train", "--minutes", "1", "--brake-weight", "-2", "--data", str(data), "--out", str(tmp_path / "m.pt")))
+    assert "--noise-draws must be at least 1" in one_error(cli("planner", "train", "--minutes", "1", "--noise-draws", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert not data.exists()
 
 
@@ -148,11 +150,13 @@ def test_data_and_train_resume_and_export(cli, tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     steps1 = json.loads(first.stdout)["steps"]
     second = cli("planner", "train", "--minutes", "0.05", "--data", str(data), "--out", str(ckpt), "--batch", "16",
-                 "--export", str(tmp_path / "small.pt"), "--json", "--quiet")
+                 "--noise-draws", "3", "--slow-weight", "4", "--export", str(tmp_path / "small.pt"), "--json", "--quiet")
     assert second.returncode == 0, second.stderr
     info = json.loads(second.stdout)
     assert steps1 >= 1 and info["steps"] > steps1 and info["train_seconds"] > 0
     assert (tmp_path / "small.pt").stat().st_size < ckpt.stat().st_size
+    meta = torch.load(ckpt, map_location="cpu", weights_only=False)["meta"]
+    assert (meta["noise_draws"], meta["slow_weight"], meta["steps"]) == (3, 4.0, info["steps"])  # the latest run's settings
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
     assert "not planner training data" in one_error(cli("planner", "train", "--minutes", "0.05", "--data", str(bad), "--out", str(tmp_path / "x.pt")))

@@ -6,9 +6,11 @@ import pytest
 import torch
 
 from engines.core import EngineError
+from engines.planner import features as F
 from engines.planner.features import FUTURE_DT, FUTURE_STEPS
 from engines.planner.diffusion import diffusion_loss
-from engines.planner.train import EARLY_S, TRAVEL_FLOOR, TrainParams, early_weights, hard_braking, travel_weights
+from engines.planner.model import DiffusionPlannerNet, ModelConfig
+from engines.planner.train import EARLY_S, TRAVEL_FLOOR, TrainParams, early_weights, hard_braking, repeat_scenes, scene_denoiser, travel_weights
 
 
 def _ego_futures(speeds: list[list[float]]) -> dict[str, torch.Tensor]:
@@ -81,3 +83,48 @@ def test_a_stopping_plans_far_waypoints_weigh_up_to_the_cap_and_a_cruising_plans
 def test_the_slow_weight_must_be_at_least_one() -> None:
     with pytest.raises(EngineError, match="slow-weight"):
         TrainParams(slow_weight=0.5).check()
+
+
+def _random_scenes(b: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    sizes = {"agents": (F.N_AGENTS, F.AGENT_DIM), "statics": (F.N_STATIC, F.STATIC_DIM), "lanes": (F.N_LANES, F.LANE_DIM),
+             "route": (F.N_ROUTE, F.ROUTE_DIM)}
+    x = {}
+    for name, (n, dim) in sizes.items():
+        x[name] = torch.randn(b, n, dim, generator=gen)
+        x[f"{name}_mask"] = torch.rand(b, n, generator=gen) < 0.6
+    x["ego"] = torch.rand(b, F.EGO_DIM, generator=gen)
+    return x
+
+
+def test_several_noise_draws_per_scene_predict_what_encoding_each_copy_would() -> None:
+    gen = torch.Generator().manual_seed(0)
+    model = DiffusionPlannerNet(ModelConfig(dim=32, heads=2, encoder_layers=1, decoder_layers=1)).eval()
+    with torch.no_grad():  # random weights everywhere: a fresh DiT's zero-initialised gates would ignore the scene
+        for param in model.parameters():
+            param.normal_(0.0, 0.3, generator=gen)
+    scenes, draws = 2, 3
+    x = _random_scenes(scenes, gen)
+    p = F.N_NEIGHBORS + 1
+    x_t = torch.randn(scenes * draws, p, FUTURE_STEPS + 1, 4, generator=gen)
+    t = torch.rand(scenes * draws, generator=gen)
+    valid_now = torch.rand(scenes * draws, p, generator=gen) < 0.7
+    valid_now[:, 0] = True
+    shared = scene_denoiser(model, x, valid_now, draws)(x_t, t)
+    copies = {k: v.repeat_interleave(draws, dim=0) for k, v in x.items()}
+    each = scene_denoiser(model, copies, valid_now)(x_t, t)
+    assert shared.shape == x_t.shape
+    assert torch.allclose(shared, each, atol=1e-5)
+    other_scene = scene_denoiser(model, {k: v.flip(0) for k, v in x.items()}, valid_now, draws)(x_t, t)
+    assert not torch.allclose(shared, other_scene, atol=1e-3)  # the scene reaches the prediction
+
+
+def test_repeated_scenes_lie_next_to_each_other_and_none_stays_none() -> None:
+    a = torch.tensor([[1.0], [2.0]])
+    repeated, nothing = repeat_scenes(3, a, None)
+    assert repeated[:, 0].tolist() == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0] and nothing is None
+    assert repeat_scenes(1, a)[0] is a
+
+
+def test_the_noise_draws_must_be_at_least_one() -> None:
+    with pytest.raises(EngineError, match="noise-draws"):
+        TrainParams(noise_draws=0).check()
