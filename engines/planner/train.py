@@ -233,10 +233,8 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
         else:
             idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
         x, x0, valid = batch_targets(model, data, idx)
-        loss_weights = early if travel is None else travel[idx]
-        if loss_weights is not None and loss_weights.dim() == 2:
-            loss_weights, = repeat_scenes(draws, loss_weights)
-        x0, valid = repeat_scenes(draws, x0, valid)
+        x0, valid, per_sample = repeat_scenes(draws, x0, valid, None if travel is None else travel[idx])
+        loss_weights = early if per_sample is None else per_sample
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
         lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
