@@ -20,6 +20,7 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 from .diffusion import diffusion_loss
 from .features import EGO_DIM, FUTURE_DT
 from .model import DiffusionPlannerNet, ModelConfig, count_parameters
+from .planners.diffusion_planner import load_model
 
 INPUT_KEYS = ("agents", "agents_mask", "statics", "statics_mask", "lanes", "lanes_mask", "route", "route_mask", "ego")
 
@@ -37,6 +38,7 @@ class TrainParams:
     early_weight: float = 1.0  # loss weight of the ego plan's first EARLY_S seconds against the rest (closed loop drives only those)
     slow_weight: float = 1.0  # at most this loss weight for a waypoint the expert reaches with little travel (see travel_weights)
     noise_draws: int = 1  # noise levels drawn per scene and step: the encoder runs once for all of them (see repeat_scenes)
+    init: Path | None = None  # a checkpoint a new run starts from (fine-tuning); its normalisation stays, its weights were trained in those units
     max_steps: int | None = None  # for tests
 
     def check(self) -> None:
@@ -53,6 +55,8 @@ class TrainParams:
             raise EngineError("--slow-weight must be at least 1")
         if self.noise_draws < 1:
             raise EngineError("--noise-draws must be at least 1")
+        if not self.lr > 0:
+            raise EngineError("--lr must be positive")
 
 
 def _load_file(path: Path) -> dict[str, torch.Tensor]:
@@ -183,28 +187,32 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
           cancel: CancelToken = NEVER_CANCELLED, model_config: ModelConfig = ModelConfig()) -> dict:
     """Train for ``params.minutes`` more minutes (resuming from ``out``); returns a summary."""
     params.check()
+    state = resume_state(out)
+    start = check_init(out, params.init, state)
     seed_everything(params.seed)
     data = load_dataset(data_paths)
     n = len(data["future"])
     if n < params.batch:
         raise EngineError(f"the training data has only {n} samples, fewer than one batch of {params.batch}")
-    state = resume_state(out)
     if state is not None:
         model_config = ModelConfig(**state["config"])
+    elif start is not None:
+        model_config = start.cfg
     model = DiffusionPlannerNet(model_config)
-    ema = copy.deepcopy(model)
     opt = torch.optim.AdamW(model.parameters(), lr=params.lr, weight_decay=params.weight_decay)
     step, seconds, history = 0, 0.0, []
     if state is not None:
         model.load_state_dict(state["train_model"])
-        ema.load_state_dict({k: v.float() for k, v in state["model"].items()})
         opt.load_state_dict(state["optimizer"])
         step, seconds, history = state["step"], state["train_seconds"], state.get("history", [])
+    elif start is not None:
+        model.load_state_dict(start.state_dict())
     else:
-        stats = state_statistics(data["future"], data["future_valid"], model_config.per_step_norm)
-        for k, v in stats.items():
+        for k, v in state_statistics(data["future"], data["future_valid"], model_config.per_step_norm).items():
             getattr(model, k).copy_(v)
-            getattr(ema, k).copy_(v)
+    ema = copy.deepcopy(model)
+    if state is not None:
+        ema.load_state_dict({k: v.float() for k, v in state["model"].items()})
     for p in ema.parameters():
         p.requires_grad_(False)
     gen = torch.Generator().manual_seed(params.seed + step)
@@ -266,6 +274,15 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
             "parameters": count_parameters(model), "ego_loss": last.get("ego_loss"), "neighbor_loss": last.get("neighbor_loss")}
 
 
+def check_init(out: Path, init: Path | None, state: dict | None) -> DiffusionPlannerNet | None:
+    """The network a new run starts from (None: fresh weights); a run resumes ``out`` or starts from ``init``, never both."""
+    if init is None:
+        return None
+    if state is not None:
+        raise EngineError(f"--init starts a new run, but {Path(out).name} already holds one to resume: choose another --out")
+    return load_model(init)[0]
+
+
 def resume_state(out: Path) -> dict | None:
     """The training state in ``out`` (None when there is none yet); an unusable file is a user error."""
     path = Path(out)
@@ -294,7 +311,8 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
         "history": history,
         "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": " + ".join(Path(p).name for p in data_paths), "seed": params.seed,
                  "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight,
-                 "early_weight": params.early_weight, "slow_weight": params.slow_weight, "noise_draws": params.noise_draws, "parameters": count_parameters(model)},
+                 "early_weight": params.early_weight, "slow_weight": params.slow_weight, "noise_draws": params.noise_draws,
+                 "init": None if params.init is None else Path(params.init).name, "parameters": count_parameters(model)},
     }
     with atomic_path(out) as tmp:
         torch.save(state, tmp)

@@ -74,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--noise-draws", type=int, default=1, help="noise levels per scene and step, sharing one encoder pass (default 1)")
     train.add_argument("--early-weight", type=float, default=1.0, help="weigh the loss on the ego plan's first 2 s this many times the rest (default 1)")
     train.add_argument("--brake-weight", type=float, default=1.0, help="sample the moments where the expert brakes hard this many times as often (default 1)")
+    train.add_argument("--lr", type=float, default=1e-3, help="peak learning rate after the warm-up (default 1e-3)")
+    train.add_argument("--init", type=existing_file,
+                       help="start a new run from this planner checkpoint's weights and normalisation (fine-tuning; --out must not exist yet)")
     train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
 
 
@@ -170,14 +173,14 @@ def cmd_data(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
-    from engines.planner.train import TrainParams, export_inference, resume_state, train
+    from engines.planner.train import TrainParams, check_init, export_inference, resume_state, train
 
     _configure()
     params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight, slow_weight=args.slow_weight,
-                         noise_draws=args.noise_draws)
+                         noise_draws=args.noise_draws, lr=args.lr, init=args.init)
     with cli_job(args, "train ") as (progress, cancel):
         params.check()
-        resume_state(args.out)  # an unusable checkpoint to resume fails before any data is generated
+        check_init(args.out, args.init, resume_state(args.out))  # an unusable or clashing checkpoint fails before any data is generated
         data_info = None
         if len(args.data) == 1 and not args.data[0].exists():
             data_info = generate_dataset(args.data[0], args.episodes, args.seed, progress, cancel, workers=args.workers)

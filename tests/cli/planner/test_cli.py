@@ -137,6 +137,7 @@ def test_impossible_training_settings_fail_before_any_data_is_generated(cli, tmp
     assert "--batch must be at least 1" in one_error(cli("planner", "train", "--minutes", "1", "--batch", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert "--brake-weight must be positive" in one_error(cli("planner", "train", "--minutes", "1", "--brake-weight", "-2", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert "--noise-draws must be at least 1" in one_error(cli("planner", "train", "--minutes", "1", "--noise-draws", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
+    assert "--lr must be positive" in one_error(cli("planner", "train", "--minutes", "1", "--lr", "0", "--data", str(data), "--out", str(tmp_path / "m.pt")))
     assert not data.exists()
 
 
@@ -172,4 +173,6 @@ def test_a_foreign_or_truncated_checkpoint_is_one_error_line(cli, tmp_path: Path
     assert not (tmp_path / "d.npz").exists()
     assert "cannot resume from model.pt" in one_error(
         cli("planner", "train", "--minutes", "0.05", "--data", str(tmp_path / "d.npz"), "--out", str(bad)))
+    assert "not a diffusion planner checkpoint" in one_error(
+        cli("planner", "train", "--minutes", "0.05", "--init", str(bad), "--data", str(tmp_path / "d.npz"), "--out", str(tmp_path / "m.pt")))
     assert not (tmp_path / "d.npz").exists()  # refused before generating the missing data

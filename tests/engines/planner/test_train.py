@@ -1,16 +1,23 @@
 """Training-set sampling and loss weights: which expert samples count as hard braking, how the
-plan's first seconds and a stopping plan's far waypoints are weighed, and impossible weights."""
+plan's first seconds and a stopping plan's far waypoints are weighed, impossible settings, and
+fine-tuning from a checkpoint."""
 from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
 from engines.core import EngineError
 from engines.planner import features as F
+from engines.planner.data import generate_dataset
 from engines.planner.features import FUTURE_DT, FUTURE_STEPS
 from engines.planner.diffusion import diffusion_loss
 from engines.planner.model import DiffusionPlannerNet, ModelConfig
-from engines.planner.train import EARLY_S, TRAVEL_FLOOR, TrainParams, early_weights, hard_braking, repeat_scenes, scene_denoiser, travel_weights
+from engines.planner.planners.diffusion_planner import default_checkpoint, load_model
+from engines.planner.train import (EARLY_S, TRAVEL_FLOOR, TrainParams, early_weights, hard_braking, load_dataset, repeat_scenes, scene_denoiser,
+                                   state_statistics, train, travel_weights)
 
 
 def _ego_futures(speeds: list[list[float]]) -> dict[str, torch.Tensor]:
@@ -128,3 +135,33 @@ def test_repeated_scenes_lie_next_to_each_other_and_none_stays_none() -> None:
 def test_the_noise_draws_must_be_at_least_one() -> None:
     with pytest.raises(EngineError, match="noise-draws"):
         TrainParams(noise_draws=0).check()
+
+
+def test_the_learning_rate_must_be_positive() -> None:
+    with pytest.raises(EngineError, match="--lr"):
+        TrainParams(lr=0.0).check()
+
+
+def test_fine_tuning_starts_from_the_checkpoint_and_keeps_its_normalisation(tmp_path: Path) -> None:
+    """`planner train --init`: the new run's weights, EMA included, are the checkpoint's, and the
+    waypoint normalisation its weights were trained in is not replaced by the new data's."""
+    data = tmp_path / "d.npz"
+    generate_dataset(data, episodes=1, seed=3)
+    shipped, _ = load_model(default_checkpoint())
+    out = tmp_path / "tuned.pt"
+    params = TrainParams(minutes=1.0, batch=16, init=default_checkpoint(), max_steps=0)
+    train([data], out, params)
+    state = torch.load(out, map_location="cpu", weights_only=False)
+    for key, value in shipped.state_dict().items():
+        assert torch.equal(state["model"][key], value) and torch.equal(state["train_model"][key], value), key
+    fresh = state_statistics(load_dataset([data])["future"], load_dataset([data])["future_valid"], shipped.cfg.per_step_norm)
+    assert not torch.allclose(fresh["ego_std"], shipped.ego_std)  # one episode's spread is not the training set's
+    assert state["meta"]["init"] == default_checkpoint().name
+
+    moved = tmp_path / "moved.pt"
+    train([data], moved, replace(params, max_steps=3))
+    after = torch.load(moved, map_location="cpu", weights_only=False)["train_model"]
+    assert torch.equal(after["ego_std"], shipped.ego_std)
+    assert any(not torch.equal(after[k], v) for k, v in shipped.named_parameters())  # it trained
+    with pytest.raises(EngineError, match="--init starts a new run"):
+        train([data], moved, replace(params, max_steps=3))  # moved.pt holds a run to resume
