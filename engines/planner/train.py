@@ -1,8 +1,8 @@
 """Training of the diffusion planner on expert demonstrations, bounded by wall-clock minutes.
 
 It resumes from the output checkpoint when it exists (model, optimiser, EMA, step, seconds so
-far); checkpoints are written atomically every few minutes and at the end. The EMA weights are
-what the planner uses.
+far), or starts a new run from another checkpoint's weights (fine-tuning); checkpoints are
+written atomically every few minutes and at the end. The EMA weights are what the planner uses.
 """
 from __future__ import annotations
 
