@@ -4,20 +4,24 @@ Each term can be switched on with a weight: collision (signed distance between i
 of the ego plan and the jointly predicted neighbours, static objects, and nearby agents
 extrapolated with their current acceleration, which catches a leader that has just started to
 brake before the learned prediction does), drivable area (signed
-distance grid of the lanes), target speed, comfort (acceleration, jerk, lateral acceleration).
+distance grid of the lanes), target speed, comfort (longitudinal acceleration and jerk, lateral
+acceleration, differentiated with the comfort metric's Savitzky-Golay filter).
 At a solver step the ego positions move down the weighted energy gradient (smoothed along time).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
+import numpy as np
 import torch
 import torch.nn.functional as TF
+from scipy.signal import savgol_filter
 
-from .guidance_config import TERMS, GuidanceConfig
+from .guidance_config import SAFETY_TERMS, TERMS, GuidanceConfig
 from .vehicle import LENGTH, WIDTH
 
-__all__ = ["TERMS", "GuidanceConfig", "GuidanceContext", "energies", "guide_step", "total_energy"]
+__all__ = ["TERMS", "GuidanceConfig", "GuidanceContext", "choose", "energies", "guide_step", "total_energy"]
 
 INFLATION = 0.5  # m added to length and width of every box (a quarter metre each side)
 COLLISION_MARGIN = 0.3  # m of clearance wanted between inflated boxes: cars side by side in their lanes stay clear
@@ -26,6 +30,12 @@ DRIVABLE_MARGIN = 0.5  # m a corner should stay inside the road edge: at 0.2 m a
 # it could no longer turn away, and crept out (two of the benchmark's four guided failures)
 STEP = 1.5  # m of displacement per unit of weighted gradient
 MAX_STEP = 6.0  # m: cap on one step's displacement of a waypoint
+COMFORT_WINDOW_S = 1.4  # s: the Savitzky-Golay window of the comfort signals (the metric's is 1.5 s at 10 Hz)
+COMFORT_ACC = (-3.5, 2.0)  # m/s^2 longitudinal; the metric allows -4.05..2.40
+COMFORT_LAT_ACC = 3.5  # m/s^2; the metric allows 4.89
+COMFORT_LON_JERK = 3.5  # m/s^3; the metric allows 4.13
+SAFETY_TOLERANCE = 1e-6  # weighted safety energy within which samples count as equally safe (floating-point ties)
+COMFORT_TRIALS = 4.0 ** -np.arange(4)  # fractions of the comfort step tried (1, 1/4, 1/16, 1/64; and none): its energy is stiff
 
 
 @dataclass
@@ -122,31 +132,109 @@ def energies(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext, c
         target = ctx.speed_limit if cfg.target_speed is None else min(cfg.target_speed, ctx.speed_limit)
         out["speed"] = torch.relu(speed - target).pow(2).sum(dim=1)
     if w.get("comfort", 0) > 0:
-        acc = (speed[:, 1:] - speed[:, :-1]) / ctx.dt
-        jerk = (acc[:, 1:] - acc[:, :-1]) / ctx.dt
-        heading = torch.atan2(vel[..., 1], vel[..., 0] + 1e-6)
-        yaw = torch.remainder(heading[:, 1:] - heading[:, :-1] + torch.pi, 2 * torch.pi) - torch.pi
-        lat = speed[:, 1:] * yaw / ctx.dt * (speed[:, 1:] > 1.0)
-        out["comfort"] = (
-            torch.relu(acc - 2.0).pow(2) + torch.relu(-3.5 - acc).pow(2)
-        ).sum(dim=1) + torch.relu(jerk.abs() - 3.5).pow(2).sum(dim=1) * 0.1 + torch.relu(lat.abs() - 3.5).pow(2).sum(dim=1)
+        out["comfort"] = comfort_energy(full, ctx.dt)
     return out
+
+
+@lru_cache(maxsize=8)
+def savgol_operators(n: int, dt: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """First and second derivative operators (n, n) of a Savitzky-Golay filter over COMFORT_WINDOW_S
+    (quadratic, polynomial fits at the ends): the filter the comfort metric differentiates with."""
+    win = min(n if n % 2 else n - 1, 2 * round(COMFORT_WINDOW_S / dt / 2) + 1)
+    eye = np.eye(n)
+    d1, d2 = (savgol_filter(eye, win, 2, deriv=k, delta=dt, axis=0, mode="interp") for k in (1, 2))
+    return torch.from_numpy(d1).float(), torch.from_numpy(d2).float()
+
+
+def comfort_signals(xy: torch.Tensor, dt: float) -> dict[str, torch.Tensor]:
+    """Speed, longitudinal and lateral acceleration and longitudinal jerk (K, T+1) of plans
+    (K, T+1, 2) sampled every ``dt`` s, differentiated as the metric does.
+
+    Raw finite differences of the sampled waypoints turned their few centimetres of jitter into
+    jerks of 10-20 m/s^3 on plans the car drives smoothly; the comfort term then pushed every
+    waypoint by metres, and its steps grew instead of settling (the plans zigzagged at 30-60 m/s)."""
+    d1, d2 = savgol_operators(xy.shape[1], float(dt))
+    vel = torch.einsum("ij,kjd->kid", d1, xy)
+    acc = torch.einsum("ij,kjd->kid", d2, xy)
+    speed = vel.norm(dim=-1)
+    lon_acc = d1 @ speed.T
+    lat_acc = (vel[..., 0] * acc[..., 1] - vel[..., 1] * acc[..., 0]) / speed.clamp(min=1.0) * (speed > 1.0)
+    return {"speed": speed, "lon_acc": lon_acc.T, "lat_acc": lat_acc, "lon_jerk": (d1 @ lon_acc).T}
+
+
+def comfort_energy(xy: torch.Tensor, dt: float) -> torch.Tensor:
+    """Per-plan (K,) squared excess over bounds a little inside the metric's."""
+    sig = comfort_signals(xy, dt)
+    lon = sig["lon_acc"]
+    return (
+        torch.relu(lon - COMFORT_ACC[1]).pow(2) + torch.relu(COMFORT_ACC[0] - lon).pow(2)
+        + torch.relu(sig["lat_acc"].abs() - COMFORT_LAT_ACC).pow(2)
+        + torch.relu(sig["lon_jerk"].abs() - COMFORT_LON_JERK).pow(2)
+    ).sum(dim=1)
 
 
 def total_energy(terms: dict[str, torch.Tensor], cfg: GuidanceConfig) -> torch.Tensor:
     return sum(cfg.weights.get(k, 0.0) * v for k, v in terms.items())  # type: ignore[return-value]
 
 
+def choose(terms: dict[str, torch.Tensor], cfg: GuidanceConfig) -> int | None:
+    """The sample to drive: the least weighted energy without comfort among the safest samples
+    (collision + drivable within SAFETY_TOLERANCE of the least); None when only comfort guides.
+
+    Comfort shapes the samples (``guide_step``) but does not pick among them: the most comfortable
+    of equally safe plans is the one braking latest, and on ZAM_Tutorial's road end it used the
+    whole margin (3 of 4 sampler seeds ended 0.3 m off the map). A weighted sum with safety let
+    comfort or speed outvote it."""
+    total = total_energy({k: v for k, v in terms.items() if k != "comfort"}, cfg)
+    safety = total_energy({k: v for k, v in terms.items() if k in SAFETY_TERMS}, cfg)
+    if not torch.is_tensor(total):
+        return None
+    if torch.is_tensor(safety):
+        total = torch.where(safety <= safety.min() + SAFETY_TOLERANCE, total, torch.inf)
+    return int(torch.argmin(total))
+
+
 def guide_step(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext, cfg: GuidanceConfig) -> torch.Tensor:
-    """Displacement (K, T+1, 2) in metres of the ego waypoints down the energy gradient."""
+    """Displacement (K, T+1, 2) in metres of the ego waypoints down the energy gradient.
+
+    Comfort takes its own step after the others, the fraction of COMFORT_TRIALS along its
+    gradient that leaves the least total energy: its energy (derivatives up to jerk of waypoints
+    0.2 s apart) is far stiffer than the distance terms, so a fixed step overshoots it, and judged
+    alone its step undid the safety terms' (softer braking ran plans past a road's end and into a
+    crossing car on the CommonRoad files)."""
+    weight = cfg.weights.get("comfort", 0.0)
+    rest = replace(cfg, weights={k: v for k, v in cfg.weights.items() if k != "comfort"})
+    step = torch.zeros_like(ego[..., :2])
+    if rest.active:
+        step = _descent(ego, lambda x: total_energy(energies(x, neighbors, ctx, rest), rest))
+    moved = ego[..., :2] + step
+    if weight > 0 and bool((comfort_energy(moved, ctx.dt) > 0).any()):  # most plans are comfortable: no search
+        down = _descent(moved, lambda x: weight * comfort_energy(x, ctx.dt))
+        frac = torch.from_numpy(np.append(COMFORT_TRIALS, 0.0)).float()  # 0: no comfort step at all
+        trials = ego[None].repeat(len(frac), 1, 1, 1)
+        trials[..., :2] = moved[None] + frac[:, None, None, None] * down[None]  # (F, K, T+1, 4)
+        nb = neighbors[None].expand(len(frac), *neighbors.shape).flatten(0, 1)
+        terms = {k: v.view(len(frac), -1) for k, v in energies(trials.flatten(0, 1), nb, ctx, cfg).items()}
+        safety = total_energy({k: v for k, v in terms.items() if k in SAFETY_TERMS}, cfg)
+        e = total_energy(terms, cfg)
+        if torch.is_tensor(safety):  # comfort never at the expense of safety: no fraction that raises it
+            e = torch.where(safety <= safety[-1] + 1e-6, e, torch.inf)
+        best = frac[e.argmin(dim=0)]  # (K,)
+        step = step + best[:, None, None] * down
+    return step
+
+
+def _descent(x: torch.Tensor, energy) -> torch.Tensor:
+    """Displacement (K, T+1, 2) of x's positions down the gradient of ``energy(x)`` (K,): STEP m per
+    unit, smoothed along time so that guidance bends the plan rather than single waypoints,
+    capped at MAX_STEP, the pinned first waypoint left in place."""
     with torch.enable_grad():
-        leaf = ego.detach().clone().requires_grad_(True)
-        e = total_energy(energies(leaf, neighbors, ctx, cfg), cfg)
+        leaf = x.detach().clone().requires_grad_(True)
+        e = energy(leaf)
         if not torch.is_tensor(e) or not e.requires_grad:
-            return torch.zeros_like(ego[..., :2])
+            return torch.zeros_like(x[..., :2])
         (grad,) = torch.autograd.grad(e.sum(), leaf)
     step = -STEP * grad[..., :2]
-    # Smooth along time so that guidance bends the plan rather than single waypoints.
     kernel = torch.exp(-torch.linspace(-2, 2, 7) ** 2 / 2)
     kernel = (kernel / kernel.sum()).view(1, 1, -1)
     k, t1, _ = step.shape

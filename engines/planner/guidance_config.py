@@ -7,6 +7,7 @@ from engines.core import EngineError
 
 TERMS = ("collision", "drivable", "speed", "comfort")
 DEFAULT_WEIGHTS = {"collision": 1.0, "drivable": 1.0, "speed": 0.05, "comfort": 0.02}
+SAFETY_TERMS = ("collision", "drivable")  # what "diffusion+guidance" means everywhere (suite, panel); speed and comfort are preferences
 
 
 @dataclass(frozen=True)

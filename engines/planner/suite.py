@@ -17,13 +17,13 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 from engines.core.intervals import Interval, mean_interval
 
 from .procedural import TYPES, generate, suite_scenarios
+from .guidance_config import SAFETY_TERMS, GuidanceConfig
 from .runner import RunParams, episode_from_rollout, expert_rollout, make_planner
 from .scene import Scene
 from .simulation import run_episode
 
 GUIDED = "diffusion+guidance"
-# The benchmark guides with the safety terms; target speed and comfort are user preferences (panel, CLI).
-GUIDED_TERMS = "collision,drivable"
+GUIDED_TERMS = ",".join(SAFETY_TERMS)
 TARGETS = {"diffusion_minus_idm": 10.0, "pdm_minus_diffusion": 3.0, "guided_minus_pdm": 0.0, "at_fault_rate": 0.02,
            "replan_ms": 50.0, "episode_s": 10.0}
 
@@ -40,11 +40,12 @@ class SuiteParams:
     checkpoint: str | None = None
     reactive: bool = True
     workers: int = 1  # processes running scenarios side by side (one torch thread each)
+    guidance: str = GUIDED_TERMS  # the terms diffusion+guidance uses (the targets are measured with GUIDED_TERMS)
 
 
-def _params(name: str, seed: int, checkpoint: str | None) -> RunParams:
+def _params(name: str, seed: int, checkpoint: str | None, guidance: str = GUIDED_TERMS) -> RunParams:
     if name == GUIDED:
-        return RunParams(planner="diffusion", guidance=GUIDED_TERMS, seed=seed, checkpoint=checkpoint)
+        return RunParams(planner="diffusion", guidance=guidance, seed=seed, checkpoint=checkpoint)
     return RunParams(planner=name, seed=seed, checkpoint=checkpoint)
 
 
@@ -68,6 +69,8 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
     unknown = [p for p in params.planners if p not in known]
     if unknown:
         raise EngineError(f"unknown planner(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+    if not GuidanceConfig.parse(params.guidance).active:  # unknown terms fail here too
+        raise EngineError("--guidance needs at least one term for diffusion+guidance (collision, drivable, speed, comfort)")
     model = None
     if _needs_model(params):
         from .planners.diffusion_planner import load_model
@@ -150,7 +153,7 @@ def _case_rows(case: Case, params: SuiteParams, model, cancel: CancelToken) -> l
         expert = expert_rollout(scene, reactive)
         for name in params.planners:
             cancel.raise_if_cancelled()
-            planner = make_planner(_params(name, seed, params.checkpoint), model)
+            planner = make_planner(_params(name, seed, params.checkpoint, params.guidance), model)
             t0 = time.perf_counter()
             rollout = run_episode(scene, planner, reactive, cancel=cancel)
             seconds = time.perf_counter() - t0
@@ -173,7 +176,7 @@ def _latency(params: SuiteParams, model, cancel: CancelToken) -> dict[str, Any]:
     sim = Simulator(scene, True)
     out = {}
     for name in ("diffusion", GUIDED):
-        planner = make_planner(_params(name, 0, params.checkpoint), model)
+        planner = make_planner(_params(name, 0, params.checkpoint, params.guidance), model)
         planner.reset(scene)
         obs = sim.observation()
         planner.plan(obs)  # warm-up
@@ -213,7 +216,7 @@ def summarise(rows: list[dict[str, Any]], params: SuiteParams, latency: dict[str
     checks = _checks(proc, latency, [r for r in rows if r["group"] == "procedural"])
     result = {
         "procedural": proc, "commonroad_replay": cr_replay, "commonroad_reactive": cr_reactive, "latency": latency,
-        "checks": checks, "targets": TARGETS, "params": {"n": params.n, "seed": params.seed, "planners": list(params.planners)},
+        "checks": checks, "targets": TARGETS, "params": {"n": params.n, "seed": params.seed, "planners": list(params.planners), "guidance": params.guidance},
         "rows": rows,
     }
     result["table"] = format_table(result, params)

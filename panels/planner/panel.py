@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from engines.core import EngineError, json_loads, resource_path
-from engines.planner.guidance_config import DEFAULT_WEIGHTS, TERMS
+from engines.planner.guidance_config import DEFAULT_WEIGHTS, SAFETY_TERMS, TERMS
 
 from ..base import MethodPanel, PanelContext, side_scroll
 from ..session_checks import choice, flag, mapping, named, number, shown, text, whole
@@ -158,7 +158,7 @@ class PlannerPanel(MethodPanel):
         self.term_weight: dict[str, QDoubleSpinBox] = {}
         for i, term in enumerate(TERMS):
             cb = QCheckBox(term)
-            cb.setChecked(term in ("collision", "drivable"))
+            cb.setChecked(term in SAFETY_TERMS)
             w = QDoubleSpinBox()
             w.setRange(0.0, 10.0)
             w.setSingleStep(0.1)
@@ -315,7 +315,7 @@ class PlannerPanel(MethodPanel):
 
         name = planner or self.planner.currentText()
         if name == "diffusion+guidance":
-            name, guidance = "diffusion", ",".join(TERMS)
+            name, guidance = "diffusion", ",".join(SAFETY_TERMS)  # what the benchmark calls diffusion+guidance
         elif planner is None and name == "diffusion":  # the main planner follows the guidance toggles
             guidance = ",".join(t for t in TERMS if self.term_box[t].isChecked())
         else:

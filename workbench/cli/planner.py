@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--n", type=int, default=104, help="number of procedural scenarios (default 104: 13 per type)")
     suite.add_argument("--seed", type=int, default=0, help="suite seed (default 0)")
     suite.add_argument("--planners", default="diffusion,diffusion+guidance,idm,pdm,constant_velocity",
-                       help="comma-separated planners; 'diffusion+guidance' is the diffusion planner guided by collision and drivable area")
+                       help="comma-separated planners; 'diffusion+guidance' is the diffusion planner guided by --guidance")
+    suite.add_argument("--guidance", default="collision,drivable",
+                       help="guidance terms of diffusion+guidance (default collision,drivable: the targets' setting); also speed, comfort")
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
     suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60; 0 skips it)")
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
@@ -79,6 +81,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="start a new run from this planner checkpoint's weights and normalisation (fine-tuning; --out must not exist yet)")
     train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
 
+    average = add_command(group, "average", cmd_average, "average the weights of fine-tunes of one planner checkpoint (WiSE-FT, model soup)")
+    average.add_argument("checkpoints", type=existing_file, nargs="+", help="planner checkpoints fine-tuned from one start (two or more)")
+    average.add_argument("--weights", type=float, nargs="+", help="one weight per checkpoint, normalised to sum to 1 (default: equal)")
+    average.add_argument("--out", type=output_file, required=True, help="averaged checkpoint (.pt)")
+    average.add_argument("--export", type=Path, help="also write a small inference-only copy (float16) here")
+
 
 def _configure() -> None:
     from engines.core import configure_threads
@@ -106,7 +114,7 @@ def cmd_suite(args: argparse.Namespace) -> None:
     _configure()
     params = SuiteParams(n=args.n, seed=args.seed, planners=tuple(p.strip() for p in args.planners.split(",") if p.strip()),
                          commonroad=not args.no_commonroad, latency_replans=args.latency_replans, workers=args.workers,
-                         checkpoint=str(args.checkpoint) if args.checkpoint else None)
+                         checkpoint=str(args.checkpoint) if args.checkpoint else None, guidance=args.guidance)
     with cli_job(args, "suite ") as (progress, cancel):
         result = run_suite(params, progress=progress, cancel=cancel)
     if args.out:
@@ -190,6 +198,18 @@ def cmd_train(args: argparse.Namespace) -> None:
     if data_info:
         info["data"] = data_info
     output(args, info, f"{info['steps']} steps, {info['train_seconds']} s of training in all; ego loss {info['ego_loss']}")
+
+
+def cmd_average(args: argparse.Namespace) -> None:
+    from engines.planner.train import export_inference
+    from engines.planner.weight_average import average_checkpoints
+
+    with cli_job(args, "average ") as (progress, cancel):
+        info = average_checkpoints(args.checkpoints, args.out, args.weights)
+        if args.export:
+            info["export"] = export_inference(args.out, args.export)
+    parts = ", ".join(f"{s['weight']:g} x {s['file']}" for s in info["averaged"])
+    output(args, info, f"wrote {args.out}: {parts}")
 
 
 def demo(out: Path, progress, cancel) -> dict:

@@ -14,7 +14,7 @@ from .. import features as F
 from ..diffusion import Trace, dpm_solver_pp
 from ..features import FeatureBuilder
 from ..geometry import to_world
-from ..guidance import GuidanceConfig, GuidanceContext, energies, guide_step, total_energy
+from ..guidance import GuidanceConfig, GuidanceContext, choose, energies, guide_step
 from ..model import DiffusionPlannerNet, ModelConfig
 from ..scene import Scene
 from .base import PLAN_DT, Observation, Plan, resample_plan
@@ -109,10 +109,8 @@ class DiffusionPlanner:
             x0 = dpm_solver_pp(denoise, noise, current_n, st.steps, guide, trace)
             traj = model.denormalize(x0)  # (K, P, T+1, 4) ego frame, metres
             ego = traj[:, 0]
-            if st.guidance.active:
-                terms = energies(ego, traj[:, 1:], ctx, st.guidance)
-                chosen = int(torch.argmin(total_energy(terms, st.guidance)))
-            else:
+            chosen = choose(energies(ego, traj[:, 1:], ctx, st.guidance), st.guidance) if st.guidance.active else None
+            if chosen is None:
                 chosen = medoid(ego[..., :2])
         ego_np = ego.numpy().astype(float)
         world = to_world(ego_np[..., :2], origin, theta)  # (K, T+1, 2)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from engines.planner.planners.diffusion_planner import default_checkpoint
 from engines.planner.procedural import generate
 from engines.planner.scenario import scenario_to_dict
 
@@ -86,6 +87,8 @@ def test_unknown_type_planner_and_guidance_are_one_error_line(cli) -> None:
     assert "unknown scenario type 'highway9'" in one_error(cli("planner", "run", "--type", "highway9", "--planner", "idm"))
     assert "unknown planner 'rrt'" in one_error(cli("planner", "run", "--type", "straight", "--planner", "rrt"))
     assert "unknown guidance term" in one_error(cli("planner", "run", "--type", "straight", "--planner", "diffusion", "--guidance", "magic"))
+    assert "unknown guidance term" in one_error(cli("planner", "suite", "--n", "1", "--planners", "diffusion+guidance", "--guidance", "magic"))
+    assert "--guidance needs at least one term" in one_error(cli("planner", "suite", "--n", "1", "--guidance", ""))
     assert "no such file" in one_error(cli("planner", "run", "--scenario", "/no/such/file.json"))
 
 
@@ -176,3 +179,18 @@ def test_a_foreign_or_truncated_checkpoint_is_one_error_line(cli, tmp_path: Path
     assert "not a diffusion planner checkpoint" in one_error(
         cli("planner", "train", "--minutes", "0.05", "--init", str(bad), "--data", str(tmp_path / "d.npz"), "--out", str(tmp_path / "m.pt")))
     assert not (tmp_path / "d.npz").exists()  # refused before generating the missing data
+    assert "model.pt is not a planner checkpoint" in one_error(
+        cli("planner", "average", str(bad), str(default_checkpoint()), "--out", str(tmp_path / "avg.pt")))
+    assert not (tmp_path / "avg.pt").exists()
+
+
+def test_average_writes_a_checkpoint_the_planner_runs_and_refuses_mismatched_weights(cli, tmp_path: Path) -> None:
+    ship = str(default_checkpoint())
+    out = cli("planner", "average", ship, ship, "--weights", "1", "3", "--out", str(tmp_path / "avg.pt"), "--export", str(tmp_path / "small.pt"), "--json")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert [s["weight"] for s in info["averaged"]] == [0.25, 0.75] and info["export"]["bytes"] > 0
+    run = cli("planner", "run", "--type", "straight", "--checkpoint", str(tmp_path / "small.pt"), "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["cls"] > 50, run.stderr
+    assert "1 weights for 2 checkpoints" in one_error(cli("planner", "average", ship, ship, "--weights", "1", "--out", str(tmp_path / "x.pt")))
+    assert "averaging needs at least two checkpoints" in one_error(cli("planner", "average", ship, "--out", str(tmp_path / "x.pt")))

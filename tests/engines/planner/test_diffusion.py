@@ -92,6 +92,60 @@ def test_drivable_guidance_pulls_the_plan_back_onto_the_road() -> None:
     assert float(before) > 0 and float(step[0, -1, 1]) < 0  # pushed back to the right
 
 
+def test_comfort_signals_are_the_metrics_on_the_plan_grid() -> None:
+    from engines.planner.guidance import comfort_signals
+    from engines.planner.metrics import comfort_signals as metric_signals
+
+    # Braking at 2 m/s^2 from 12 m/s round a 60 m radius bend, every 0.1 s (what the metric sees) and every 0.2 s (a plan).
+    t = np.arange(51) * 0.1
+    v = 12.0 - 2.0 * t
+    s = 12.0 * t - t**2
+    xy = np.column_stack([60.0 * np.sin(s / 60.0), 60.0 - 60.0 * np.cos(s / 60.0)])
+    metric = metric_signals(np.column_stack([xy, s / 60.0, v]), 0.1)
+    plan = comfort_signals(torch.from_numpy(xy[None, ::2]).float(), 0.2)
+    inner = slice(4, -4)
+    assert np.allclose(plan["speed"][0].numpy(), v[::2], atol=0.05)
+    assert np.allclose(plan["lon_acc"][0, inner].numpy(), metric["lon_acc"][::2][inner], atol=0.1)
+    assert np.allclose(plan["lat_acc"][0, inner].numpy(), metric["lat_acc"][::2][inner], atol=0.1)
+    assert np.allclose(plan["lon_acc"][0, inner].numpy(), -2.0, atol=0.1) and np.allclose(plan["lon_jerk"][0, inner].numpy(), 0.0, atol=0.2)
+
+
+def test_comfort_guidance_leaves_a_smooth_plan_alone_and_softens_hard_braking_without_overshooting() -> None:
+    from engines.planner.guidance import comfort_energy
+
+    cfg = GuidanceConfig.parse("comfort")
+    ctx = _context()
+    none = torch.zeros(1, 0, 41, 4)
+    # The sampled waypoints of a steady plan jitter by centimetres: not discomfort (it used to push them by metres).
+    jittered = _straight_plan(12.0, 1)
+    jittered[..., :2] += 0.05 * torch.randn(jittered[..., :2].shape, generator=torch.Generator().manual_seed(0))
+    jittered[:, 0, :2] = 0.0
+    assert float(energies(jittered, none, ctx, cfg)["comfort"]) == 0.0
+    assert float(guide_step(jittered, none, ctx, cfg).abs().max()) == 0.0
+    # Braking from 12 m/s to a stop at 6 m/s^2 after 1 s: the guided plan brakes more gently, and every step helps.
+    t = torch.arange(41) * 0.2
+    tb = (t - 1.0).clamp(0.0, 2.0)
+    hard = _straight_plan(0.0, 1)
+    hard[..., 0] = 12.0 * t.clamp(max=1.0) + 12.0 * tb - 3.0 * tb**2
+    moved, energy = hard.clone(), [float(comfort_energy(hard[..., :2], 0.2))]
+    for _ in range(3):
+        step = guide_step(moved, none, ctx, cfg)
+        assert float(step.norm(dim=-1).max()) <= 6.0 and float(step[:, 0].abs().max()) == 0.0
+        moved[..., :2] += step
+        energy.append(float(comfort_energy(moved[..., :2], 0.2)))
+    assert energy[0] > 20.0 and all(b < a for a, b in zip(energy, energy[1:])) and energy[-1] < 0.5 * energy[0]
+
+
+def test_the_driven_sample_is_the_safest_and_comfort_does_not_pick_it() -> None:
+    from engines.planner.guidance import choose
+
+    cfg = GuidanceConfig.parse("collision,drivable,speed,comfort")
+    terms = {"collision": torch.tensor([0.5, 0.0, 0.0, 0.0]), "drivable": torch.tensor([0.0, 0.0, 0.0, 0.2]),
+             "speed": torch.tensor([0.0, 3.0, 1.0, 0.0]), "comfort": torch.tensor([0.0, 0.0, 500.0, 0.0])}
+    assert choose(terms, cfg) == 2  # 0 and 3 are less safe whatever their other terms; 2's discomfort does not count
+    assert choose({"comfort": torch.tensor([3.0, 1.0])}, GuidanceConfig.parse("comfort")) is None  # the medoid drives
+
+
 def test_guidance_terms_parse_and_reject_unknown_names() -> None:
     from engines.core import EngineError
 

@@ -3,6 +3,7 @@ plan's first seconds and a stopping plan's far waypoints are weighed, impossible
 fine-tuning from a checkpoint."""
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from pathlib import Path
 
@@ -154,7 +155,8 @@ def test_fine_tuning_starts_from_the_checkpoint_and_keeps_its_normalisation(tmp_
     state = torch.load(out, map_location="cpu", weights_only=False)
     for key, value in shipped.state_dict().items():
         assert torch.equal(state["model"][key], value) and torch.equal(state["train_model"][key], value), key
-    fresh = state_statistics(load_dataset([data])["future"], load_dataset([data])["future_valid"], shipped.cfg.per_step_norm)
+    loaded = load_dataset([data])
+    fresh = state_statistics(loaded["future"], loaded["future_valid"], shipped.cfg.per_step_norm)
     assert not torch.allclose(fresh["ego_std"], shipped.ego_std)  # one episode's spread is not the training set's
     assert state["meta"]["init"] == default_checkpoint().name
 
@@ -165,3 +167,42 @@ def test_fine_tuning_starts_from_the_checkpoint_and_keeps_its_normalisation(tmp_
     assert any(not torch.equal(after[k], v) for k, v in shipped.named_parameters())  # it trained
     with pytest.raises(EngineError, match="--init starts a new run"):
         train([data], moved, replace(params, max_steps=3))  # moved.pt holds a run to resume
+
+
+def test_averaging_fine_tunes_is_their_weighted_mean_and_keeps_the_normalisation(tmp_path: Path) -> None:
+    """`planner average`: WiSE-FT / model soups of fine-tunes of one model; other networks, other
+    waypoint units and impossible weights are refused."""
+    from engines.planner.weight_average import NORMALISATION, average_checkpoints
+
+    shipped = torch.load(default_checkpoint(), map_location="cpu", weights_only=False)
+    tuned = copy.deepcopy(shipped)
+    for key, value in tuned["model"].items():
+        if value.is_floating_point() and key not in NORMALISATION:
+            tuned["model"][key] = value.float() + 1.0
+    torch.save(tuned, tmp_path / "tuned.pt")
+    info = average_checkpoints([default_checkpoint(), tmp_path / "tuned.pt"], tmp_path / "mix.pt", [3.0, 1.0])
+    assert [s["weight"] for s in info["averaged"]] == [0.75, 0.25]
+    mixed, meta = load_model(tmp_path / "mix.pt")
+    for key, value in mixed.state_dict().items():
+        expected = shipped["model"][key].float() + (0.0 if key in NORMALISATION else 0.25)
+        assert torch.allclose(value, expected, atol=1e-3), key
+    assert meta["averaged"][1]["file"] == "tuned.pt"
+
+    other_units = copy.deepcopy(tuned)
+    other_units["model"]["ego_std"] = other_units["model"]["ego_std"].float() * 2.0
+    torch.save(other_units, tmp_path / "units.pt")
+    other_net = copy.deepcopy(tuned)
+    other_net["config"] = {**other_net["config"], "decoder_layers": 3}
+    torch.save(other_net, tmp_path / "net.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    for paths, weights, needle in (
+        ([tmp_path / "units.pt"], None, "at least two"),
+        ([tmp_path / "units.pt"] * 2, [1.0], "1 weights for 2 checkpoints"),
+        ([tmp_path / "units.pt"] * 2, [1.0, -1.0], "zero or positive"),
+        ([default_checkpoint(), tmp_path / "units.pt"], None, "normalise waypoints differently"),
+        ([default_checkpoint(), tmp_path / "net.pt"], None, "different networks"),
+        ([default_checkpoint(), tmp_path / "junk.pt"], None, "not a planner checkpoint"),
+    ):
+        with pytest.raises(EngineError, match=needle):
+            average_checkpoints(paths, tmp_path / "bad.pt", weights)
+    assert not (tmp_path / "bad.pt").exists()
