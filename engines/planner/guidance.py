@@ -199,9 +199,8 @@ def guide_step(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext,
 
     Comfort takes its own step after the others, the fraction of COMFORT_TRIALS along its
     gradient that leaves the least total energy: its energy (derivatives up to jerk of waypoints
-    0.2 s apart) is far stiffer than the distance terms, so a fixed step overshoots it, and judged
-    alone its step undid the safety terms' (softer braking ran plans past a road's end and into a
-    crossing car on the CommonRoad files)."""
+    0.2 s apart) is far stiffer than the distance terms, so a fixed step overshoots it. A fraction
+    that raises the collision or drivable energy is not taken: comfort is not bought with safety."""
     weight = cfg.weights.get("comfort", 0.0)
     rest = replace(cfg, weights={k: v for k, v in cfg.weights.items() if k != "comfort"})
     step = torch.zeros_like(ego[..., :2])
@@ -218,7 +217,7 @@ def guide_step(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext,
         safety = total_energy({k: v for k, v in terms.items() if k in SAFETY_TERMS}, cfg)
         e = total_energy(terms, cfg)
         if torch.is_tensor(safety):  # comfort never at the expense of safety: no fraction that raises it
-            e = torch.where(safety <= safety[-1] + 1e-6, e, torch.inf)
+            e = torch.where(safety <= safety[-1] + SAFETY_TOLERANCE, e, torch.inf)
         best = frac[e.argmin(dim=0)]  # (K,)
         step = step + best[:, None, None] * down
     return step
