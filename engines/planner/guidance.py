@@ -19,7 +19,7 @@ import torch.nn.functional as TF
 from scipy.signal import savgol_filter
 
 from .guidance_config import SAFETY_TERMS, TERMS, GuidanceConfig
-from .vehicle import LENGTH, WIDTH
+from .vehicle import LENGTH, MAX_STEER, WHEELBASE, WIDTH
 
 __all__ = ["TERMS", "GuidanceConfig", "GuidanceContext", "choose", "energies", "guide_step", "total_energy"]
 
@@ -36,6 +36,7 @@ COMFORT_LAT_ACC = 3.5  # m/s^2; the metric allows 4.89
 COMFORT_LON_JERK = 3.5  # m/s^3; the metric allows 4.13
 SAFETY_TOLERANCE = 1e-6  # weighted safety energy within which samples count as equally safe (floating-point ties)
 COMFORT_TRIALS = 4.0 ** -np.arange(4)  # fractions of the comfort step tried (1, 1/4, 1/16, 1/64; and none): its energy is stiff
+TURN_RADIUS = WHEELBASE / float(np.tan(MAX_STEER))  # m: the tightest circle the car drives, at full lock (4.5 m)
 
 
 @dataclass
@@ -220,7 +221,35 @@ def guide_step(ego: torch.Tensor, neighbors: torch.Tensor, ctx: GuidanceContext,
             e = torch.where(safety <= safety[-1] + SAFETY_TOLERANCE, e, torch.inf)
         best = frac[e.argmin(dim=0)]  # (K,)
         step = step + best[:, None, None] * down
-    return step
+    return reach_capped(step, ego)
+
+
+def sideways_reach(travel: torch.Tensor) -> torch.Tensor:
+    """How far sideways (m) a car gets while it drives ``travel`` m at full lock from straight."""
+    quarter = TURN_RADIUS * np.pi / 2
+    arc = travel.clamp(max=quarter) / TURN_RADIUS
+    return TURN_RADIUS * (1 - torch.cos(arc)) + (travel - quarter).clamp(min=0)
+
+
+def reach_capped(step: torch.Tensor, ego: torch.Tensor) -> torch.Tensor:
+    """``step`` (K, T+1, 2) with each waypoint's move across the plan's direction capped at
+    ``sideways_reach`` of the plan's own travel up to that waypoint.
+
+    Guidance moved the waypoints of a standing or creeping plan sideways by up to a metre, a path
+    the car cannot start along: on FRA_Anglet the ego then never moved off, and on USA_Peach a
+    fine-tuned model's waiting ego was pushed to its right, into the lane an oncoming car turned
+    across, and drove into it."""
+    xy = ego[:, :, :2].detach()
+    cs = ego[:, 1:, 2:4].detach()
+    heading = path_headings(ego, cs / cs.norm(dim=-1, keepdim=True).clamp(min=1e-6))  # (K, T, 2)
+    normal = torch.stack([-heading[..., 1], heading[..., 0]], dim=-1)
+    travel = (xy[:, 1:] - xy[:, :-1]).norm(dim=-1).cumsum(dim=1)  # (K, T)
+    across = (step[:, 1:] * normal).sum(dim=-1)
+    cap = sideways_reach(travel)
+    excess = across - torch.maximum(torch.minimum(across, cap), -cap)
+    capped = step.clone()
+    capped[:, 1:] -= excess[..., None] * normal
+    return capped
 
 
 def _descent(x: torch.Tensor, energy) -> torch.Tensor:

@@ -8,7 +8,10 @@ import torch
 
 from engines.planner.diffusion import alpha_sigma, dpm_solver_pp, lam, t_of_lambda
 from engines.planner.features import N_AGENTS, FeatureBuilder
-from engines.planner.guidance import GuidanceConfig, GuidanceContext, energies, guide_step, path_headings, rect_corners, signed_distance
+from engines.planner.guidance import (
+    TURN_RADIUS, GuidanceConfig, GuidanceContext, energies, guide_step, path_headings, reach_capped, rect_corners,
+    sideways_reach, signed_distance,
+)
 from engines.planner.procedural import generate
 from engines.planner.scene import Scene
 from engines.planner.simulation import Simulator
@@ -92,6 +95,24 @@ def test_drivable_guidance_pulls_the_plan_back_onto_the_road() -> None:
     assert float(before) > 0 and float(step[0, -1, 1]) < 0  # pushed back to the right
 
 
+def test_guidance_moves_a_plan_sideways_no_further_than_the_car_can_steer() -> None:
+    assert float(sideways_reach(torch.tensor(0.0))) == 0.0
+    assert float(sideways_reach(torch.tensor(TURN_RADIUS * torch.pi / 2))) == pytest.approx(TURN_RADIUS)
+    standing = _straight_plan(0.0, 1)
+    push = torch.zeros(1, 41, 2)
+    push[..., 1] = 1.0  # a metre to the left everywhere
+    push[..., 0] = 0.5  # and half a metre ahead
+    push[:, 0] = 0.0  # the first waypoint is pinned
+    capped = reach_capped(push, standing)
+    assert float(capped[..., 1].abs().max()) == 0.0  # a standing car cannot start sideways
+    assert torch.allclose(capped[:, 1:, 0], push[:, 1:, 0])  # but may start forwards
+    moving = _straight_plan(2.0, 1)  # 0.4 m per waypoint
+    capped = reach_capped(push, moving)
+    travel = 0.4 * torch.arange(41)
+    assert torch.allclose(capped[0, :, 1], torch.minimum(push[0, :, 1], sideways_reach(travel)), atol=1e-6)
+    assert float(capped[0, -1, 1]) == 1.0  # after 16 m the whole metre is reachable
+
+
 def test_comfort_signals_are_the_metrics_on_the_plan_grid() -> None:
     from engines.planner.guidance import comfort_signals
     from engines.planner.metrics import comfort_signals as metric_signals
@@ -172,7 +193,9 @@ def test_shipped_checkpoint_plans_k_samples_with_and_without_guidance() -> None:
     from engines.planner.planners.diffusion_planner import DiffusionPlanner, DiffusionSettings, load_model
 
     model, meta = load_model()
-    assert 1_000_000 <= count_parameters(model) <= 2_000_000 and meta["steps"] > 1000
+    assert 1_000_000 <= count_parameters(model) <= 2_000_000
+    trained = meta.get("averaged", [meta])  # a trained checkpoint, or a weight average of trained ones
+    assert trained and all(source["steps"] > 1000 for source in trained)
     sc = Scene(generate("cut_in", 11))
     sim = Simulator(sc, reactive=True)
     for guidance in ("", "collision,drivable,speed,comfort"):
