@@ -6,7 +6,8 @@ extrapolated with their current acceleration, which catches a leader that has ju
 brake before the learned prediction does), drivable area (signed
 distance grid of the lanes), target speed, comfort (longitudinal acceleration and jerk, lateral
 acceleration, differentiated with the comfort metric's Savitzky-Golay filter).
-At a solver step the ego positions move down the weighted energy gradient (smoothed along time).
+At a solver step the ego positions move down the weighted energy gradient (smoothed along time),
+no further sideways than the car can steer after the plan's own travel (``reach_capped``).
 """
 from __future__ import annotations
 
@@ -246,7 +247,7 @@ def reach_capped(step: torch.Tensor, ego: torch.Tensor) -> torch.Tensor:
     travel = (xy[:, 1:] - xy[:, :-1]).norm(dim=-1).cumsum(dim=1)  # (K, T)
     across = (step[:, 1:] * normal).sum(dim=-1)
     cap = sideways_reach(travel)
-    excess = across - torch.maximum(torch.minimum(across, cap), -cap)
+    excess = across - across.clamp(-cap, cap)
     capped = step.clone()
     capped[:, 1:] -= excess[..., None] * normal
     return capped
