@@ -161,6 +161,22 @@ def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRID
     return Episode([item[1] for item in kept], future, valid)
 
 
+def save_samples(path: Path, items: list[Inputs], futures: list[np.ndarray], valids: list[np.ndarray],
+                 extra: dict[str, np.ndarray]) -> None:
+    """One .npz of training samples (the layout ``train.load_dataset`` reads), written atomically."""
+    if not items:
+        raise EngineError("no training samples came out of the data: nothing to write")
+    arrays = {f: np.stack([getattr(it, f) for it in items]) for f in Inputs.FIELDS}
+    for f in ("agents", "statics", "lanes", "route", "ego", "neighbor_current", "neighbor_size"):
+        arrays[f] = arrays[f].astype(np.float16)
+    arrays["future"] = np.concatenate(futures).astype(np.float32)
+    arrays["future_valid"] = np.concatenate(valids)
+    arrays.update(extra)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+
+
 def episode_list(count: int, seed: int) -> list[tuple[str, int, bool]]:
     """(type, scene seed, noisy) for ``count`` training episodes, types in turn."""
     out = []
@@ -222,18 +238,10 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)  # on cancel: drop the episodes not started yet
-    arrays = {f: np.stack([getattr(it, f) for it in items]) for f in Inputs.FIELDS}
-    for f in ("agents", "statics", "lanes", "route", "ego", "neighbor_current", "neighbor_size"):
-        arrays[f] = arrays[f].astype(np.float16)
-    arrays["future"] = np.concatenate(futures).astype(np.float32)
-    arrays["future_valid"] = np.concatenate(valids)
     seconds = time.perf_counter() - t0
-    arrays["meta"] = np.array([episodes, seed, seconds])
+    extra = {"meta": np.array([episodes, seed, seconds]), "standing_gap": np.array(standing_gap)}
     if student is not None:
-        arrays["student"] = np.array(driver)
-    arrays["standing_gap"] = np.array(standing_gap)
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
+        extra["student"] = np.array(driver)
+    save_samples(path, items, futures, valids, extra)
     return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
             "driver": driver, "standing_gap": standing_gap}

@@ -13,6 +13,7 @@ by fixed scales, so the same code builds training samples and inference inputs:
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,8 +71,7 @@ class FeatureBuilder:
 
     def __init__(self, scene: Scene) -> None:
         self.scene = scene
-        centers, lefts, rights, limits, on_route = [], [], [], [], []
-        route_ids = set(scene.scenario.route)
+        centers, lefts, rights, limits, piece_lane = [], [], [], [], []
         for lane in scene.lanes.values():
             n_pieces = max(1, int(np.ceil(lane.center.length / PIECE_LEN)))
             left, right = Polyline(lane.left), Polyline(lane.right)
@@ -85,12 +85,23 @@ class FeatureBuilder:
                 lefts.append(lp)
                 rights.append(rp)
                 limits.append(lane.speed_limit)
-                on_route.append(lane.id in route_ids)
+                piece_lane.append(lane.id)
         self.centers = np.array(centers)
         self.lefts = np.array(lefts)
         self.rights = np.array(rights)
         self.limits = np.array(limits)
-        self.on_route = np.array(on_route, dtype=float)
+        self.piece_lane = np.array(piece_lane, dtype=object)
+        self.on_route = self._on_route(scene)
+
+    def _on_route(self, scene: Scene) -> np.ndarray:
+        return np.isin(self.piece_lane, list(scene.scenario.route)).astype(float)
+
+    def rerouted(self, scene: Scene) -> "FeatureBuilder":
+        """These lane pieces for the same map with another route (``Scene.with_route``)."""
+        other = copy.copy(self)
+        other.scene = scene
+        other.on_route = self._on_route(scene)
+        return other
 
     def build(self, obs: Observation) -> Inputs:
         e = obs.ego

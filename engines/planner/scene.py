@@ -3,7 +3,8 @@ the drivable area (shapely polygon plus a signed-distance grid for fast and diff
 queries) and lane look-ups. Built once per scenario and shared by every planner run on it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -130,6 +131,17 @@ class Scene:
         step = np.arange(0.0, path.length + 1.0, 1.0)
         speed = lim[np.clip(np.searchsorted(s_src, step), 0, len(lim) - 1)]
         return path, speed
+
+    def with_route(self, route: tuple[str, ...]) -> "Scene":
+        """The same map with another route: lane geometry, drivable area and its grid are shared,
+        only the route line is rebuilt (recorded data gives every vehicle of a scene its own)."""
+        for lane_id in route:
+            if lane_id not in self.lanes:
+                raise EngineError(f"the route names lane '{lane_id}', which the scene does not have")
+        other = copy.copy(self)
+        other.scenario = replace(self.scenario, route=tuple(route))
+        other.route_path, other.route_speed = other._build_route()
+        return other
 
     def route_speed_limit(self, s: np.ndarray) -> np.ndarray:
         return self.route_speed[np.clip(np.asarray(s, dtype=float).astype(int), 0, len(self.route_speed) - 1)]

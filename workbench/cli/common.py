@@ -126,6 +126,16 @@ def existing_file(value: str) -> Path:
     return path
 
 
+def existing_folder(value: str) -> Path:
+    """argparse type: a path that must exist and be a folder (one clear error otherwise)."""
+    path = Path(value)
+    if not path.exists():
+        raise EngineError(f"{value}: no such folder")
+    if not path.is_dir():
+        raise EngineError(f"{value} is a file, not a folder")
+    return path
+
+
 def output_file(value: str) -> Path:
     """argparse type: a file the command will write; refused now, not after a long run, when it
     names a folder or lies where nothing can be written."""

@@ -5,8 +5,9 @@ import argparse
 from pathlib import Path
 
 from engines.core import EngineError
+from engines.planner.params import SPLITS
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file
+from .common import add_command, add_group, cli_job, existing_file, existing_folder, output, output_file
 
 
 SHIPPED_EPISODES = 960  # expert episodes the shipped checkpoint was trained on (data and train defaults)
@@ -36,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--guidance", default="collision,drivable",
                        help="guidance terms of diffusion+guidance (default collision,drivable: the targets' setting); also speed, comfort")
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
+    suite.add_argument("--scenarios", type=existing_folder,
+                       help="benchmark the scenario files (.xml CommonRoad, .json) of this folder instead, in log replay and reactive")
+    suite.add_argument("--split", choices=SPLITS,
+                       help="with --scenarios: only the folder's files of this part of the shipped recorded-traffic split")
     suite.add_argument("--latency-replans", type=int, default=60, help="replans timed for the latency figure (default 60; 0 skips it)")
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
     suite.add_argument("--workers", type=int, default=2,
@@ -52,7 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     fps.add_argument("--frames", type=int, default=180, help="frames to step and repaint (default 180)")
     fps.add_argument("--size", default="1400x900", help="window size WIDTHxHEIGHT (default 1400x900)")
 
-    data = add_command(group, "data", cmd_data, "generate expert demonstrations on procedural scenarios")
+    data = add_command(group, "data", cmd_data, "generate training data: expert demonstrations on procedural scenarios, or recorded traffic")
+    data.add_argument("--from-logs", type=existing_folder,
+                      help="learn from recorded traffic: every recorded car of the CommonRoad files in this folder becomes the ego in turn")
+    data.add_argument("--split", choices=SPLITS, help="with --from-logs: only the folder's files of this part of the shipped split")
     data.add_argument("--episodes", type=int, default=SHIPPED_EPISODES,
                       help=f"episodes to simulate (default {SHIPPED_EPISODES}, {SHIPPED_EPISODES // 8} per type: the shipped model's data)")
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
@@ -114,7 +122,10 @@ def cmd_suite(args: argparse.Namespace) -> None:
     _configure()
     params = SuiteParams(n=args.n, seed=args.seed, planners=tuple(p.strip() for p in args.planners.split(",") if p.strip()),
                          commonroad=not args.no_commonroad, latency_replans=args.latency_replans, workers=args.workers,
-                         checkpoint=str(args.checkpoint) if args.checkpoint else None, guidance=args.guidance)
+                         checkpoint=str(args.checkpoint) if args.checkpoint else None, guidance=args.guidance,
+                         scenarios=None if args.scenarios is None else str(args.scenarios), split=args.split)
+    if args.split is not None and args.scenarios is None:
+        raise EngineError("--split goes with --scenarios")
     with cli_job(args, "suite ") as (progress, cancel):
         result = run_suite(params, progress=progress, cancel=cancel)
     if args.out:
@@ -173,6 +184,16 @@ def cmd_video(args: argparse.Namespace) -> None:
 def cmd_data(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
 
+    if args.from_logs is not None:
+        from engines.planner.recorded import generate_recorded_dataset
+
+        with cli_job(args, "data ") as (progress, cancel):
+            info = generate_recorded_dataset(args.out, args.from_logs, args.split, progress, cancel, workers=args.workers)
+        skipped = f"; {len(info['skipped'])} files gave none (see --json)" if info["skipped"] else ""
+        output(args, info, f"wrote {info['samples']} samples of {info['vehicles']} recorded vehicles from {info['files']} files to {args.out} in {info['seconds']} s{skipped}")
+        return
+    if args.split is not None:
+        raise EngineError("--split goes with --from-logs")
     with cli_job(args, "data ") as (progress, cancel):
         info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers, student=args.student,
                                 **({} if args.standing_gap is None else {"standing_gap": args.standing_gap}))

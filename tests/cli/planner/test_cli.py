@@ -194,3 +194,55 @@ def test_average_writes_a_checkpoint_the_planner_runs_and_refuses_mismatched_wei
     assert run.returncode == 0 and json.loads(run.stdout)["cls"] > 50, run.stderr
     assert "1 weights for 2 checkpoints" in one_error(cli("planner", "average", ship, ship, "--weights", "1", "--out", str(tmp_path / "x.pt")))
     assert "averaging needs at least two checkpoints" in one_error(cli("planner", "average", ship, "--out", str(tmp_path / "x.pt")))
+
+
+def test_suite_over_a_folder_tables_every_file_and_names_every_failure(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    xml = Path("resources/planner/commonroad/ZAM_Tutorial-1_2_T-1.xml")
+    (folder / xml.name).write_bytes(xml.read_bytes())
+    (folder / "straight.json").write_text(json.dumps(scenario_to_dict(generate("straight", 4))))
+    (folder / "empty.xml").write_text("")
+    (folder / "notes.txt").write_text("not a scenario")
+    out = cli("planner", "suite", "--scenarios", str(folder), "--planners", "idm,constant_velocity", "--latency-replans", "0",
+              "--workers", "1", "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data["per_file"]) == {"ZAM_Tutorial-1_2_T-1", "straight"}
+    for modes in data["per_file"].values():
+        assert set(modes) == {"replay", "reactive"} and all(set(m) == {"idm", "constant_velocity"} for m in modes.values())
+    assert data["files_replay"]["idm"]["scenarios"] == data["files_reactive"]["idm"]["scenarios"] == 2
+    assert [f["type"] for f in data["failures"]] == ["empty"] and not data["failures"][0]["crash"]
+    assert data["checks"]["crashes"] == {"value": 0, "target": "0", "ok": True}
+    assert "procedural" not in data
+    text = cli("planner", "suite", "--scenarios", str(folder), "--planners", "idm", "--latency-replans", "0", "--workers", "1", "--quiet")
+    assert "ZAM_Tutorial-1_2_T-1" in text.stdout and "empty:" in text.stdout and "log replay" in text.stdout
+
+
+def test_suite_and_data_refuse_folders_they_cannot_use(cli, tmp_path: Path) -> None:
+    assert "no such folder" in one_error(cli("planner", "suite", "--scenarios", str(tmp_path / "nope")))
+    assert "holds no scenario files" in one_error(cli("planner", "suite", "--scenarios", str(tmp_path), "--planners", "idm"))
+    assert "--split goes with --scenarios" in one_error(cli("planner", "suite", "--n", "1", "--split", "tune"))
+    assert "--split goes with --from-logs" in one_error(cli("planner", "data", "--split", "tune", "--out", str(tmp_path / "d.npz")))
+    assert "holds no CommonRoad (.xml) recordings" in one_error(
+        cli("planner", "data", "--from-logs", str(_json_only(tmp_path)), "--out", str(tmp_path / "d.npz")))
+    assert not (tmp_path / "d.npz").exists()
+
+
+def _json_only(tmp_path: Path) -> Path:
+    folder = tmp_path / "json-only"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(scenario_to_dict(generate("straight", 1))))
+    return folder
+
+
+def test_data_from_logs_writes_training_data_of_the_recorded_cars(cli, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    xml = Path("resources/planner/commonroad/USA_US101-4_1_T-1.xml")
+    (logs / xml.name).write_bytes(xml.read_bytes())
+    out = cli("planner", "data", "--from-logs", str(logs), "--out", str(tmp_path / "d.npz"), "--workers", "1", "--json", "--quiet")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["files"] == 1 and info["vehicles"] > 10 and info["samples"] > info["vehicles"] and info["skipped"] == {}
+    assert (tmp_path / "d.npz").stat().st_size > 10_000
