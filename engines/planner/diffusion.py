@@ -34,12 +34,15 @@ def t_of_lambda(lmb: torch.Tensor) -> torch.Tensor:
 
 def diffusion_loss(
     denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x0: torch.Tensor, valid: torch.Tensor,
-    ego_weights: torch.Tensor | None = None,
+    ego_weights: torch.Tensor | None = None, ego_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """MSE between predicted and true x0 on the future part, for the ego and valid neighbours.
 
     x0: (B, P, T+1, 4) normalised; row 0 of each trajectory is the current state and stays clean.
     valid: (B, P, T+1) bool. ``ego_weights`` (T,) or per sample (B, T) weighs the ego's waypoints (None: equal).
+    ``ego_mask`` (B, T+1): the ego waypoints that are labels (None: all). A recording that ends
+    before 8 s has an ego plan whose tail is only extrapolated: the network sees it, as it sees
+    a whole plan at inference, but is not taught it.
     Returns (total, ego loss, neighbour loss).
     """
     b = x0.shape[0]
@@ -52,7 +55,12 @@ def diffusion_loss(
     pred = denoise(x_t, t)
     err = ((pred - x0) ** 2).sum(-1)[:, :, 1:]
     mask = valid[:, :, 1:].float()
-    ego = (err[:, 0] * ego_weights).mean() if ego_weights is not None else err[:, 0].mean()
+    ego_err = err[:, 0] * ego_weights if ego_weights is not None else err[:, 0]
+    if ego_mask is None:
+        ego = ego_err.mean()
+    else:
+        taught = ego_mask[:, 1:].float()
+        ego = (ego_err * taught).sum() / taught.sum().clamp(min=1.0)
     nb_mask = mask[:, 1:]
     nb = (err[:, 1:] * nb_mask).sum() / nb_mask.sum().clamp(min=1.0)
     return ego + nb, ego, nb

@@ -136,6 +136,20 @@ def extended(scene: Scene, route: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def extrapolated(plan: np.ndarray, known: int) -> np.ndarray:
+    """An ego plan (T+1, 4: x, y, cos, sin) whose first ``known`` waypoints are logged, continued at
+    the last logged velocity and heading: the network is shown whole plans, as at inference, while
+    the loss is taught only the logged part (``diffusion_loss``'s ego mask)."""
+    out = plan.copy()
+    if known >= len(plan) or known < 2:
+        return out
+    step = plan[known - 1, :2] - plan[known - 2, :2]
+    ahead = np.arange(1, len(plan) - known + 1)[:, None]
+    out[known:, :2] = plan[known - 1, :2] + ahead * step
+    out[known:, 2:] = plan[known - 1, 2:]
+    return out
+
+
 def is_ego_candidate(kind: str, length: float, width: float) -> bool:
     return kind == "vehicle" and EGO_LENGTH[0] <= length <= EGO_LENGTH[1] and EGO_WIDTH[0] <= width <= EGO_WIDTH[1]
 
@@ -214,6 +228,7 @@ def recorded_samples(scenario: Scenario, stride: int = SAMPLE_STRIDE) -> Samples
                     present[int(np.argmin(present)):] = False
                 fut[j, : len(lr)] = future_in_ego_frame(origin, theta, tracks.states[lr, column])
                 ok[j, : len(lr)] = present
+            fut[0] = extrapolated(fut[0], int(ok[0].sum()))
             inputs.append(inp)
             futures.append(fut)
             valids.append(ok)

@@ -172,15 +172,21 @@ def scene_denoiser(model: DiffusionPlannerNet, x: dict[str, torch.Tensor], valid
     return denoise
 
 
-def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor], idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor]:
+def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor],
+                  idx: torch.Tensor) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Inputs, normalised x0, which trajectories' waypoints are present, and which ego waypoints
+    are labels (a recording's ego plan may end early: its tail is present, extrapolated, untaught)."""
     x = {k: data[k][idx] for k in INPUT_KEYS}
     fut = data["future"][idx].clone()
     valid = data["future_valid"][idx].clone()
+    ego_mask = valid[:, 0].clone()
+    ego_mask[:, 0] = True
+    valid[:, 0] = True
     # Row 0 is the current state: the ego's is (0, 0, 1, 0) by construction, neighbours' from the inputs.
-    valid[:, :, 0] = torch.cat([torch.ones(len(idx), 1, dtype=torch.bool), data["neighbor_index"][idx] >= 0], dim=1)
+    valid[:, 1:, 0] = data["neighbor_index"][idx] >= 0
     fut[:, 1:, 0] = data["neighbor_current"][idx]
     x0 = model.normalize(fut) * valid[..., None]
-    return x, x0, valid
+    return x, x0, valid, ego_mask
 
 
 def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
@@ -240,15 +246,15 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
             idx = torch.randint(0, n, (params.batch,), generator=gen)
         else:
             idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
-        x, x0, valid = batch_targets(model, data, idx)
-        x0, valid, per_sample = repeat_scenes(draws, x0, valid, None if travel is None else travel[idx])
+        x, x0, valid, ego_mask = batch_targets(model, data, idx)
+        x0, valid, ego_mask, per_sample = repeat_scenes(draws, x0, valid, ego_mask, None if travel is None else travel[idx])
         loss_weights = early if per_sample is None else per_sample
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
         lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        loss, ego_loss, nb_loss = diffusion_loss(scene_denoiser(model, x, valid[:, :, 0], draws), x0, valid, loss_weights)
+        loss, ego_loss, nb_loss = diffusion_loss(scene_denoiser(model, x, valid[:, :, 0], draws), x0, valid, loss_weights, ego_mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -129,3 +129,15 @@ def test_the_split_holds_whole_maps_out() -> None:
     recorded = json.loads(resource_path("planner", "recorded_split.json").read_text())
     assert set(recorded["maps"]["validation"]) == maps["validation"]
     assert all(re.match(r"[A-Z]{3}_", f) for f in parts["train"])
+
+
+def test_a_recording_that_ends_early_shows_a_whole_plan_but_teaches_only_its_log(us101) -> None:
+    samples = recorded_samples(us101)
+    short = np.flatnonzero(~samples.valid[:, 0, -1])
+    assert len(short) > 0
+    n = short[0]
+    known = int(samples.valid[n, 0].sum())
+    plan = samples.future[n, 0]
+    step = plan[known - 1, :2] - plan[known - 2, :2]
+    np.testing.assert_allclose(plan[-1, :2], plan[known - 1, :2] + (len(plan) - known) * step, atol=1e-3)
+    np.testing.assert_allclose(plan[known:, 2:], np.tile(plan[known - 1, 2:], (len(plan) - known, 1)), atol=1e-6)

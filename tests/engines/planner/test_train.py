@@ -71,6 +71,23 @@ def test_the_ego_loss_counts_an_early_error_by_its_weight() -> None:
     assert torch.isclose(early, w[0] / FUTURE_STEPS) and torch.isclose(late, w[-1] / FUTURE_STEPS)
 
 
+def test_the_ego_loss_teaches_only_the_logged_part_of_a_plan() -> None:
+    x0 = torch.zeros(1, 2, FUTURE_STEPS + 1, 4)
+    valid = torch.ones(1, 2, FUTURE_STEPS + 1, dtype=torch.bool)
+    late_miss = x0.clone()
+    late_miss[0, 0, -1, 0] = 3.0  # off where the recording had already ended
+    early_miss = x0.clone()
+    early_miss[0, 0, 1, 0] = 1.0
+    logged = torch.zeros(1, FUTURE_STEPS + 1, dtype=torch.bool)
+    logged[0, :11] = True  # 2 s of log
+    _, tail, _ = diffusion_loss(lambda x_t, t: late_miss, x0, valid, ego_mask=logged)
+    _, head, _ = diffusion_loss(lambda x_t, t: early_miss, x0, valid, ego_mask=logged)
+    assert tail == 0.0 and torch.isclose(head, torch.tensor(1.0 / 10))
+    seen = []
+    diffusion_loss(lambda x_t, t: seen.append(x_t) or x0, x0 + 1.0, valid, ego_mask=logged)
+    assert (seen[0][0, 0, 11:] != 0).all()  # the network is shown the untaught tail, not zeros
+
+
 def test_the_early_weight_must_be_positive() -> None:
     with pytest.raises(EngineError, match="early-weight"):
         TrainParams(early_weight=-1.0).check()
