@@ -24,6 +24,7 @@ from .features import FeatureBuilder, Inputs, future_in_ego_frame
 from .planners.base import PLAN_DT, Observation, Plan, Planner
 from .planners.rules import EXPERT_IDM, ExpertPlanner
 from .procedural import TYPES, generate
+from .scenario import Scenario
 from .scene import Scene
 from .simulation import Rollout, Simulator, run_episode
 
@@ -118,7 +119,14 @@ def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRID
     collision or departure from the road. ``standing_gap``: the expert's extra gap behind a
     standing leader (m) in the labels.
     """
-    sc = generate(kind, seed)
+    return labelled_episode(generate(kind, seed), seed, noise, True, stride, student, standing_gap, cut=student is not None)
+
+
+def labelled_episode(sc: Scenario, seed: int, noise: bool, reactive: bool, stride: int = SAMPLE_STRIDE,
+                     student: Planner | None = None, standing_gap: float = EXPERT_IDM.stopped_gap, cut: bool = True) -> Episode:
+    """Samples of one closed-loop episode on ``sc`` labelled by the expert (see ``expert_episode``),
+    up to the driver's first collision or departure from the road when ``cut``; on a recorded map
+    the agents replay their logs (``reactive`` False) or drive IDM."""
     scene = Scene(sc)
     fb = FeatureBuilder(scene)
     planner = (StudentDriver(student, standing_gap) if student is not None
@@ -133,8 +141,8 @@ def expert_episode(kind: str, seed: int, noise: bool, stride: int = SAMPLE_STRID
         origin = np.array([obs.ego.x, obs.ego.y])
         kept.append((k, inp, future_in_ego_frame(origin, obs.ego.heading, label), origin, obs.ego.heading))
 
-    rollout = run_episode(scene, planner, reactive=True, on_step=on_step)
-    if student is not None:
+    rollout = run_episode(scene, planner, reactive=reactive, on_step=on_step)
+    if cut:
         end = _first_failure(scene, rollout)
         kept = [item for item in kept if item[0] < end]
     t1 = F.FUTURE_STEPS + 1

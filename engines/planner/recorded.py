@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import zlib
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ import numpy as np
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, pool_worker_setup, resource_path
 
 from . import features as F
+from .data import Episode
 from .features import FeatureBuilder, Inputs, future_in_ego_frame
 from .params import SPLITS
 from .planners.base import HISTORY_STEPS, Observation
@@ -40,7 +42,9 @@ MIN_FUTURE = 10  # future waypoints (2 s) a sample needs at least
 EGO_LENGTH = (3.0, 7.5)  # m: the egos are cars, vans and pick-ups (not trucks, buses or trains)
 EGO_WIDTH = (1.4, 2.6)
 ROUTE_POINT_STRIDE = 5  # steps between two lane look-ups along a vehicle's path
-ROUTE_EXTENSION = 150.0  # m of successors after the last lane a vehicle drove
+ROUTE_EXTENSION = 1000.0  # m of successors after the last lane a vehicle drove: in practice, to the map's end
+END_MARGIN = 5.0  # m of mapped road a sample's logged future must leave before the route's end
+COMFORT_BRAKE = 3.0  # m/s^2: a recorded car near the route's end could still stop at this
 MAX_GAP_LANES = 4  # lanes a route may skip between two look-ups and stay connected
 SPLIT_FILE = "recorded_split.json"
 
@@ -150,6 +154,19 @@ def extrapolated(plan: np.ndarray, known: int) -> np.ndarray:
     return out
 
 
+def _before_the_map_ends(scene: Scene, future: np.ndarray) -> int:
+    """How many of a recorded car's label waypoints (rows from now) it reaches while it could
+    still stop before the end of its route, as it must where the mapped road ends.
+
+    The map's end is the end of the road in the simulator, and the rule-based planners stop
+    there; the recorded driver had road beyond it. Waypoints from the first one that could no
+    longer stop in time are left untaught: they would teach driving off the map."""
+    s, _ = scene.route_path.project(future[:, :2])
+    reach = s + future[:, 3] ** 2 / (2 * COMFORT_BRAKE) + END_MARGIN
+    beyond = np.flatnonzero(reach > scene.route_path.length)
+    return int(beyond[0]) if len(beyond) else len(future)
+
+
 def is_ego_candidate(kind: str, length: float, width: float) -> bool:
     return kind == "vehicle" and EGO_LENGTH[0] <= length <= EGO_LENGTH[1] and EGO_WIDTH[0] <= width <= EGO_WIDTH[1]
 
@@ -215,6 +232,9 @@ def recorded_samples(scenario: Scenario, stride: int = SAMPLE_STRIDE) -> Samples
                 agent_valid=tracks.valid[window][:, others].T.copy(),
                 static_boxes=np.zeros((0, 4, 2)), scene=ego_scene,
             )
+            on_map = _before_the_map_ends(ego_scene, track[r: r + F.FUTURE_STEPS * LABEL_STRIDE + 1: LABEL_STRIDE])
+            if on_map < MIN_FUTURE + 1:
+                continue
             inp = features.build(obs)
             origin, theta = np.array([x, y]), float(h)
             fut = np.zeros((p, t1, 4), dtype=np.float32)
@@ -228,6 +248,7 @@ def recorded_samples(scenario: Scenario, stride: int = SAMPLE_STRIDE) -> Samples
                     present[int(np.argmin(present)):] = False
                 fut[j, : len(lr)] = future_in_ego_frame(origin, theta, tracks.states[lr, column])
                 ok[j, : len(lr)] = present
+            ok[0, on_map:] = False
             fut[0] = extrapolated(fut[0], int(ok[0].sum()))
             inputs.append(inp)
             futures.append(fut)
@@ -273,14 +294,31 @@ def scenario_files(folder: Path, split: str | None = None) -> list[Path]:
 LOG_DURATION = 120.0  # s: the longest recording a scenario file may hold (Scenario's own bound)
 
 
-def _file_job(path: Path) -> Samples | str:
-    """One file's samples, or the sentence that says why it gave none."""
+@dataclass
+class FileSamples:
+    """One file's samples: its recorded cars as egos, then the expert on its planning problem."""
+
+    recorded: Samples
+    expert: list[Episode]
+
+
+def _file_job(path: Path) -> FileSamples | str:
+    """One file's samples, or the sentence that says why it gave none.
+
+    Besides every recorded car, the expert drives the file's own planning problem twice (log
+    replay with DART noise, reactive agents without), up to its first failure: real roads with the
+    expert's manners where the recordings have none (stopping where the mapped road ends)."""
     from .commonroad_import import load_commonroad
+    from .data import labelled_episode
 
     try:
-        return recorded_samples(load_commonroad(path, duration=LOG_DURATION))
+        recorded = recorded_samples(load_commonroad(path, duration=LOG_DURATION))
+        episode = load_commonroad(path)
     except EngineError as exc:
         return str(exc)
+    seed = zlib.crc32(path.name.encode())
+    expert = [labelled_episode(episode, seed, noise=True, reactive=False), labelled_episode(episode, seed, noise=False, reactive=True)]
+    return FileSamples(recorded, expert)
 
 
 def generate_recorded_dataset(path: Path, folder: Path, split: str | None = None, progress: ProgressFn = no_progress,
@@ -300,7 +338,8 @@ def generate_recorded_dataset(path: Path, folder: Path, split: str | None = None
     t0 = time.perf_counter()
     items: list[Inputs] = []
     futures, valids, skipped = [], [], {}
-    egos = 0
+    egos = expert_samples = 0
+    unrecorded: list[str] = []  # files whose cars gave nothing (too short, parked, off the lane graph): only the expert's samples
     pool = ProcessPoolExecutor(min(workers, len(files)), mp_context=get_context("spawn"), initializer=pool_worker_setup) if workers > 1 else None
     try:
         results = pool.map(_file_job, files) if pool else map(_file_job, files)
@@ -308,19 +347,24 @@ def generate_recorded_dataset(path: Path, folder: Path, split: str | None = None
             cancel.raise_if_cancelled()
             if isinstance(result, str):
                 skipped[file.name] = result
-            elif not result.inputs:
-                skipped[file.name] = "no recorded car with 2 s of logged future"
-            else:
-                items.extend(result.inputs)
-                futures.append(result.future)
-                valids.append(result.valid)
-                egos += result.egos
-            progress((i + 1) / len(files), f"{file.name}: {len(items)} samples from {egos} vehicles")
+                continue
+            parts = [(result.recorded.inputs, result.recorded.future, result.recorded.valid)]
+            parts += [(ep.inputs, ep.future, ep.valid) for ep in result.expert]
+            for inputs, future, valid in parts:
+                if inputs:
+                    items.extend(inputs)
+                    futures.append(future)
+                    valids.append(valid)
+            egos += result.recorded.egos
+            expert_samples += sum(len(ep.inputs) for ep in result.expert)
+            if not result.recorded.inputs:
+                unrecorded.append(file.name)
+            progress((i + 1) / len(files), f"{file.name}: {len(items)} samples, {egos} recorded vehicles")
     finally:
         if pool:
             pool.shutdown(cancel_futures=True)
     seconds = time.perf_counter() - t0
     used = [f.name for f in files if f.name not in skipped]
     save_samples(path, items, futures, valids, {"meta": np.array([len(used), 0, seconds]), "recorded_files": np.array(used)})
-    return {"files": len(used), "vehicles": egos, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
-            "split": split, "skipped": skipped}
+    return {"files": len(used), "vehicles": egos, "samples": len(items), "expert_samples": expert_samples, "seconds": round(seconds, 1),
+            "path": str(path), "split": split, "skipped": skipped, "without_recorded_cars": unrecorded}
