@@ -50,6 +50,7 @@ from xml.parsers import expat
 import numpy as np
 import shapely
 from shapely.geometry import GeometryCollection, LineString, Point, Polygon
+from shapely.errors import GEOSException
 from shapely.geometry.base import BaseGeometry
 
 from engines.core import EngineError
@@ -69,7 +70,7 @@ AGENT_WIDTH = (0.2, 5.9)
 THIN = 0.1  # m: the thickness given to a shape with no area (a line)
 STANDING = 0.1  # m/s: slower counts as standing
 MOVING = 0.2  # m/s: faster motion between states gives a heading
-BOX_FILL = 0.6  # a static shape covering less of its box than this is cut in two
+BOX_FILL = 0.75  # a static shape covering less of its box than this is cut in two
 MAX_CUTS = 5  # halvings of a static shape that fills its box badly (32 pieces); 11 for one that is too long
 
 
@@ -77,20 +78,24 @@ MAX_CUTS = 5  # halvings of a static shape that fills its box badly (32 pieces);
 def load_commonroad(path: Path, duration: float = 15.0) -> Scenario:
     """A CommonRoad file as a simulator scenario, or one EngineError saying why not."""
     path = Path(path)
-    scenario, problems = read_commonroad(path)
-    return _guarded(lambda: convert(scenario, problems, path.stem, duration), path.name)
+    given = _initial_fields(_parse(path))
+    scenario, problems = _read(path)
+    return _guarded(lambda: convert(scenario, problems, path.stem, duration, given), path.name)
 
 
 def read_commonroad(path: Path) -> tuple[Any, Any]:
     """commonroad-io's scenario and planning-problem set, after the checks that keep hostile and
     foreign files away from it; its prints, warnings and log lines are swallowed."""
     path = Path(path)
-    root = _parse(path)
-    _check_goal_lanelets(root, path.name)
-    try:
-        from commonroad.common.file_reader import CommonRoadFileReader
+    _parse(path)
+    return _read(path)
 
+
+def _read(path: Path) -> tuple[Any, Any]:
+    try:
         with _quiet():
+            from commonroad.common.file_reader import CommonRoadFileReader
+
             return CommonRoadFileReader(str(path)).open()
     except Exception as exc:  # commonroad-io raises many kinds on malformed content
         raise EngineError(f"{path.name} is not a readable CommonRoad scenario ({type(exc).__name__}: {str(exc)[:80]})") from None
@@ -116,6 +121,7 @@ def _parse(path: Path) -> ET.Element:
     version = root.get("commonRoadVersion")
     if version not in readable:
         raise EngineError(f"{path.name} is CommonRoad version {version or '(none given)'}; commonroad-io reads {' and '.join(readable)}")
+    _check_goal_lanelets(root, path.name)
     return root
 
 
@@ -153,6 +159,18 @@ def _readable_versions() -> tuple[str, ...]:
         return tuple(sorted(SUPPORTED_COMMONROAD_VERSIONS))
     except ImportError:
         return READABLE_VERSIONS
+
+
+def _initial_fields(root: ET.Element) -> dict[str, frozenset[str]]:
+    """The fields each initial state really has ("problem 100", "obstacle 12" -> {"position", ...}):
+    commonroad-io fills a missing orientation or velocity with 0, which would point the ego east
+    and stop a moving obstacle whatever the file's motion says."""
+    out = {}
+    for el in root:
+        init = el.find("initialState")
+        if init is not None and el.tag in ("planningProblem", "dynamicObstacle", "obstacle"):
+            out[f"{'problem' if el.tag == 'planningProblem' else 'obstacle'} {el.get('id')}"] = frozenset(c.tag for c in init)
+    return out
 
 
 def _check_goal_lanelets(root: ET.Element, name: str) -> None:
@@ -193,8 +211,9 @@ def _guarded(make: Any, name: str) -> Any:
 
 
 # Scene --------------------------------------------------------------------------------------
-def convert(scenario: Any, problems: Any, name: str, duration: float = 15.0) -> Scenario:
-    """commonroad-io objects to a simulator scenario (see the module docstring for the rules)."""
+def convert(scenario: Any, problems: Any, name: str, duration: float = 15.0, given: dict[str, frozenset[str]] | None = None) -> Scenario:
+    """commonroad-io objects to a simulator scenario (see the module docstring for the rules).
+    ``given``: the fields each initial state has in the file (see _initial_fields)."""
     net = scenario.lanelet_network
     lanelets = {int(ll.lanelet_id): ll for ll in net.lanelets}
     if not lanelets:
@@ -205,9 +224,10 @@ def convert(scenario: Any, problems: Any, name: str, duration: float = 15.0) -> 
     notes: list[str] = []
     problem = _planning_problem(problems, name, notes)
     lanes = _lanes(net, lanelets, notes)
-    ego, start = _ego(net, lanelets, problem, dt, name, notes)
+    fields = (given or {}).get(f"problem {getattr(problem, 'planning_problem_id', '')}")
+    ego, start = _ego(net, lanelets, problem, dt, name, notes, fields)
     route = _route(net, lanelets, ego, problem, notes)
-    traffic = recorded_traffic(scenario)
+    traffic = recorded_traffic(scenario, given)
     agents = _agents(traffic, start, duration, notes)
     statics = tuple(s for o in scenario.static_obstacles for s in _statics(o))
     _note_ignored(scenario, net, notes)
@@ -299,12 +319,16 @@ def _speed_limits(net: Any, lanelets: dict[int, Any]) -> dict[int, float]:
 
 
 # Ego and route ------------------------------------------------------------------------------
-def _ego(net: Any, lanelets: dict[int, Any], problem: Any, dt: float, name: str, notes: list[str]) -> tuple[EgoStart, int]:
+def _ego(net: Any, lanelets: dict[int, Any], problem: Any, dt: float, name: str, notes: list[str],
+         fields: frozenset[str] | None) -> tuple[EgoStart, int]:
     init = problem.initial_state
     pos = _position(getattr(init, "position", None))
     if pos is None:
         raise EngineError(f"{name}: the planning problem's initial state has no position")
     heading, speed = _heading_speed(init)
+    if fields is not None:
+        heading = heading if "orientation" in fields else None
+        speed = speed if "velocity" in fields else None
     if not np.isfinite(pos).all() or (heading is not None and not math.isfinite(heading)) or (speed is not None and not math.isfinite(speed)):
         raise EngineError(f"{name}: the planning problem's initial state needs a finite position, orientation and velocity")
     if heading is None:
@@ -512,7 +536,9 @@ def _box(geom: BaseGeometry, hint: float) -> tuple[float, float, float, float, f
     if isinstance(rect, Polygon):
         p = np.asarray(rect.exterior.coords)[:4]
         a, b = p[1] - p[0], p[2] - p[1]
-        if np.linalg.norm(b) > np.linalg.norm(a):
+        la, lb = np.linalg.norm(a), np.linalg.norm(b)
+        square = abs(la - lb) <= 1e-3 * max(la, lb)  # then the side nearer the hint leads
+        if (lb > la and not square) or (square and abs(np.cos(np.arctan2(b[1], b[0]) - hint)) > abs(np.cos(np.arctan2(a[1], a[0]) - hint))):
             a, b = b, a
         length, width = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     elif isinstance(rect, LineString):
@@ -528,24 +554,34 @@ def _box(geom: BaseGeometry, hint: float) -> tuple[float, float, float, float, f
 
 
 def _boxes(geom: BaseGeometry, hint: float, cuts: int = MAX_CUTS) -> list[tuple[float, float, float, float, float]]:
-    """Boxes covering a static shape: one per part, halved across its long side while the part
-    fills its box badly (or the box is longer than a static object may be)."""
+    """Boxes covering a static shape: one per part, cut in two (across or along, whichever leaves
+    less box outside the shape) while the part fills its box badly or the box is too long."""
     out = []
-    for part in _parts(geom):
+    for part in _parts(geom if geom.is_valid else shapely.make_valid(geom)):
         if part.is_empty or (cuts < MAX_CUTS and part.area <= 1e-6):
             continue
         box = _box(part, hint)
-        x, y, h, length, width = box
-        envelope = length * width
-        good = part.area >= BOX_FILL * envelope or length < 2.0
-        if (good or cuts <= 0) and (length < MAX_STATIC_SIZE / 2 or cuts <= MAX_CUTS - 11):
+        snug = part.area >= BOX_FILL * box[3] * box[4] or box[3] < 2.0
+        if (snug or cuts <= 0) and (box[3] < MAX_STATIC_SIZE / 2 or cuts <= MAX_CUTS - 11):
             out.append(box)
             continue
-        u = np.array([np.cos(h), np.sin(h)]) * length / 4
-        for sign in (1, -1):
-            half = _corners(x + sign * u[0], y + sign * u[1], h, length / 2 + 1e-6, width + 1e-6)
-            out += _boxes(part.intersection(half), hint, cuts - 1)
+        cuts_tried = [_halves(part, box, across) for across in ((True,) if snug else (True, False))]
+        best = min(cuts_tried, key=lambda pieces: sum(shapely.oriented_envelope(p).area for p in pieces if not p.is_empty))
+        for piece in best:
+            out += _boxes(piece, hint, cuts - 1)
     return out
+
+
+def _halves(part: BaseGeometry, box: tuple[float, float, float, float, float], across: bool) -> list[BaseGeometry]:
+    """The part cut through its box's centre, across the long side or along it."""
+    x, y, h, length, width = box
+    if not across:
+        h, length, width = h + np.pi / 2, width, length
+    u = np.array([np.cos(h), np.sin(h)]) * length / 4
+    try:
+        return [part.intersection(_corners(x + s * u[0], y + s * u[1], h, length / 2 + 1e-6, width + 1e-6)) for s in (1, -1)]
+    except GEOSException:  # a shape GEOS cannot cut stays whole
+        return [part]
 
 
 def _wrap(a: float) -> float:
@@ -577,18 +613,21 @@ class RecordedTraffic:
 def load_recorded_traffic(path: Path) -> RecordedTraffic:
     """The recorded traffic of a CommonRoad file (no planning problem needed)."""
     path = Path(path)
-    scenario, _ = read_commonroad(path)
-    return _guarded(lambda: recorded_traffic(scenario), path.name)
+    given = _initial_fields(_parse(path))
+    scenario, _ = _read(path)
+    return _guarded(lambda: recorded_traffic(scenario, given), path.name)
 
 
-def recorded_traffic(scenario: Any) -> RecordedTraffic:
-    """Every dynamic obstacle of a commonroad-io scenario, resampled to 10 Hz (see RecordedTraffic)."""
+def recorded_traffic(scenario: Any, given: dict[str, frozenset[str]] | None = None) -> RecordedTraffic:
+    """Every dynamic obstacle of a commonroad-io scenario, resampled to 10 Hz (see RecordedTraffic).
+    ``given``: the fields each initial state has in the file (without it, commonroad-io's 0 for a
+    missing orientation or velocity is taken as logged)."""
     dt = _value(scenario.dt)
     if dt is None or not (math.isfinite(dt) and dt > 0):
         raise EngineError(f"a time step size of {scenario.dt} s is impossible: it must be a positive number")
     tracks = []
     for o in scenario.dynamic_obstacles:
-        track = _track(o, dt)
+        track = _track(o, dt, (given or {}).get(f"obstacle {o.obstacle_id}"))
         if track is not None:
             tracks.append((o, *track))
     steps = max((k0 + len(rows) for _, k0, rows, _ in tracks), default=0)
@@ -620,9 +659,12 @@ def _kind(obstacle_type: str) -> str:
     return "vehicle"
 
 
-def _samples(o: Any) -> np.ndarray:
+def _samples(o: Any, fields: frozenset[str] | None) -> np.ndarray:
     """Rows t (time steps), x, y, heading, speed (NaN where the file has none) of an obstacle's log."""
-    rows = [_state_sample(o.initial_state)]
+    t, x, y, h, v = _state_sample(o.initial_state)
+    if fields is not None:
+        h, v = (h if "orientation" in fields else np.nan), (v if "velocity" in fields else np.nan)
+    rows = [(t, x, y, h, v)]
     pred = getattr(o, "prediction", None)
     trajectory = getattr(pred, "trajectory", None)
     if trajectory is not None:
@@ -664,9 +706,9 @@ def _state_sample(state: Any) -> tuple[float, ...]:
     return _nan(_value(getattr(state, "time_step", None))), x, y, _nan(h), _nan(v)
 
 
-def _track(o: Any, dt: float) -> tuple[int, np.ndarray, np.ndarray] | None:
+def _track(o: Any, dt: float, fields: frozenset[str] | None) -> tuple[int, np.ndarray, np.ndarray] | None:
     """First 10 Hz step, rows (x, y, heading, speed) from there, and which rows the log covers."""
-    s = _samples(o)
+    s = _samples(o, fields)
     s = s[np.isfinite(s[:, :3]).all(axis=1)]
     if not len(s):
         return None
