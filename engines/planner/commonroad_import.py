@@ -64,6 +64,8 @@ URBAN_LIMIT = 13.9  # m/s otherwise (50 km/h)
 LANE_CHANGE_COST = 25.0  # metres a route lane change "costs" in the search
 ROUTE_EXTENSION = 350.0  # metres of successors appended after the goal
 MAX_FILE_BYTES = 256 * 2**20  # the public benchmark files seen so far are at most 4 MB
+MAX_ANGLE = 1000.0  # rad: commonroad-io brings angles into range one turn at a time (inf never ends)
+MAX_RECORDING = 3600.0  # s: a log longer than this is a unit mistake, and its 10 Hz grid would be huge
 READABLE_VERSIONS = ("2018b", "2020a")  # when commonroad-io does not say
 AGENT_LENGTH = (0.2, 29.9)  # m: inside scenario.validate's agent limits
 AGENT_WIDTH = (0.2, 5.9)
@@ -122,6 +124,8 @@ def _parse(path: Path) -> ET.Element:
     if version not in readable:
         raise EngineError(f"{path.name} is CommonRoad version {version or '(none given)'}; commonroad-io reads {' and '.join(readable)}")
     _check_goal_lanelets(root, path.name)
+    _check_orientations(root, path.name)
+    _check_adjacency(root, path.name)
     return root
 
 
@@ -181,6 +185,34 @@ def _check_goal_lanelets(root: ET.Element, name: str) -> None:
             for ref in goal.iter("lanelet"):
                 if ref.get("ref") is not None and ref.get("ref") not in known:
                     raise EngineError(f"{name}: the goal names lanelet {ref.get('ref')}, which the scenario does not have")
+
+
+def _check_orientations(root: ET.Element, name: str) -> None:
+    """An infinite or huge orientation makes commonroad-io loop for ever."""
+    for el in root.iter("orientation"):
+        for node in el.iter():
+            value = _value(node.text.strip()) if node.text and node.text.strip() else None
+            if value is not None and not abs(value) <= MAX_ANGLE:
+                raise EngineError(f"{name} has an orientation of {node.text.strip()} rad; orientations must be finite and within "
+                                  f"{MAX_ANGLE:g} rad of 0")
+
+
+def _check_adjacency(root: ET.Element, name: str) -> None:
+    """commonroad-io walks same-direction neighbours to place signs and lights: a circle hangs it."""
+    for side in ("adjacentLeft", "adjacentRight"):
+        nxt = {}
+        for ll in root.iter("lanelet"):
+            ref = ll.find(side)
+            if ref is not None and ref.get("drivingDir") == "same":
+                nxt[ll.get("id")] = ref.get("ref")
+        for start in nxt:
+            seen, cur = {start}, nxt[start]
+            while cur in nxt:
+                if cur in seen:
+                    raise EngineError(f"{name}: the {side[8:].lower()} neighbours of lanelet {start} lead back to lanelet {cur}; "
+                                      "a lanelet cannot be its own neighbour")
+                seen.add(cur)
+                cur = nxt[cur]
 
 
 @contextlib.contextmanager
@@ -324,7 +356,7 @@ def _ego(net: Any, lanelets: dict[int, Any], problem: Any, dt: float, name: str,
     init = problem.initial_state
     pos = _position(getattr(init, "position", None))
     if pos is None:
-        raise EngineError(f"{name}: the planning problem's initial state has no position")
+        raise EngineError(f"{name}: the planning problem's initial state has no usable position")
     heading, speed = _heading_speed(init)
     if fields is not None:
         heading = heading if "orientation" in fields else None
@@ -340,6 +372,8 @@ def _ego(net: Any, lanelets: dict[int, Any], problem: Any, dt: float, name: str,
         notes.append("the ego's initial velocity is missing: it starts at rest")
     accel = _value(getattr(init, "acceleration", None))
     t0 = _value(getattr(init, "time_step", None)) or 0.0
+    if not 0.0 <= t0 * dt <= MAX_RECORDING:
+        raise EngineError(f"{name}: the ego starts at time step {t0:g}; time steps run from 0 to {MAX_RECORDING:g} s")
     ego = EgoStart(float(pos[0]), float(pos[1]), float(heading), max(float(speed), 0.0),
                    accel if accel is not None and math.isfinite(accel) else 0.0)
     return ego, int(round(t0 * dt / STEP))
@@ -481,16 +515,21 @@ def _geometry(shape: Any) -> BaseGeometry | None:
         if members is not None and not isinstance(members, dict):
             parts = [g for g in (_geometry(m) for m in members) if g is not None and not g.is_empty]
             return GeometryCollection(parts) if parts else None
-    radius = _value(getattr(shape, "radius", None))
-    center = getattr(shape, "center", None)
-    if radius is not None and center is not None:
-        return _point(center).buffer(max(radius, THIN / 2))  # 2026's own circle polygon has half the radius
-    geom = getattr(shape, "shapely_object", None)
-    if geom is None and getattr(shape, "vertices", None) is not None:
-        geom = Polygon(_xy(shape.vertices))
-    if geom is None:
+    try:
+        radius, center = _value(getattr(shape, "radius", None)), getattr(shape, "center", None)
+        if radius is not None and center is not None:
+            geom = _point(center).buffer(max(radius, THIN / 2))  # 2026's own circle polygon has half the radius
+        elif getattr(shape, "shapely_object", None) is not None:
+            geom = shape.shapely_object
+        elif getattr(shape, "vertices", None) is not None:
+            geom = Polygon(_xy(shape.vertices))
+        else:
+            return None
+        if not np.isfinite(shapely.get_coordinates(geom)).all():
+            return None
+        return geom if geom.is_valid else shapely.make_valid(geom)
+    except (GEOSException, ValueError, TypeError):  # a NaN size, too few points: no place to take
         return None
-    return geom if geom.is_valid else shapely.make_valid(geom)
 
 
 def _parts(geom: BaseGeometry) -> list[BaseGeometry]:
@@ -715,6 +754,9 @@ def _track(o: Any, dt: float, fields: frozenset[str] | None) -> tuple[int, np.nd
     s = s[np.argsort(s[:, 0], kind="stable")]
     s = s[np.concatenate([[True], np.diff(s[:, 0]) > 1e-9])]
     t = s[:, 0] * dt
+    if t[0] < 0 or t[-1] > MAX_RECORDING:
+        raise EngineError(f"obstacle {o.obstacle_id} is logged at time step {s[0, 0] if t[0] < 0 else s[-1, 0]:g}; "
+                          f"time steps run from 0 to {MAX_RECORDING:g} s")
     xy, h, v = s[:, 1:3], s[:, 3].copy(), s[:, 4].copy()
     if len(s) > 1:  # missing headings and speeds from the motion between states
         vel = np.gradient(xy, t, axis=0)
