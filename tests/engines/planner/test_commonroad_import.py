@@ -72,7 +72,7 @@ def test_positions_given_as_shapes_convert_the_file_that_once_crashed() -> None:
 
 
 def test_the_file_that_once_crashed_runs_from_the_cli(cli) -> None:
-    out = cli("planner", "run", "--scenario", str(A9), "--planner", "idm", "--json", "--quiet")
+    out = cli("planner", "run", "--scenario", str(A9), "--planner", "idm", "--json", "--quiet", timeout=600)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     data = json.loads(out.stdout)
     assert data["scenario"] == "DEU_A9-3_1_T-1" and 0.0 <= data["cls"] <= 100.0 and data["steps"] == 150
