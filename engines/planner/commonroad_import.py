@@ -61,6 +61,7 @@ from .scenario import MAX_START_OFFSET, MAX_STATIC_SIZE, Agent, EgoStart, Lane, 
 STEP = 0.1  # s: the simulator's step; every log is resampled to it
 HIGHWAY_LIMIT = 29.0  # m/s when a highway lanelet has no sign (65 mph)
 URBAN_LIMIT = 13.9  # m/s otherwise (50 km/h)
+HIGHWAY_TYPES = {"highway", "interstate"}  # lanelet types and scenario tags of a highway
 LANE_CHANGE_COST = 25.0  # metres a route lane change "costs" in the search
 ROUTE_EXTENSION = 350.0  # metres of successors appended after the goal
 MAX_FILE_BYTES = 256 * 2**20  # the public benchmark files seen so far are at most 4 MB
@@ -255,7 +256,7 @@ def convert(scenario: Any, problems: Any, name: str, duration: float = 15.0, giv
         raise EngineError(f"{name} has a time step size of {scenario.dt} s: it must be a positive number")
     notes: list[str] = []
     problem = _planning_problem(problems, name, notes)
-    lanes = _lanes(net, lanelets, notes)
+    lanes = _lanes(net, lanelets, notes, _highway(scenario))
     fields = (given or {}).get(f"problem {getattr(problem, 'planning_problem_id', '')}")
     ego, start = _ego(net, lanelets, problem, dt, name, notes, fields)
     route = _route(net, lanelets, ego, problem, notes)
@@ -303,8 +304,16 @@ def _length(ll: Any) -> float:
     return float(np.linalg.norm(np.diff(_xy(ll.center_vertices), axis=0), axis=1).sum())
 
 
-def _lanes(net: Any, lanelets: dict[int, Any], notes: list[str]) -> tuple[Lane, ...]:
-    limits = _speed_limits(net, lanelets)
+def _highway(scenario: Any) -> bool:
+    """Whether the file tags its road a highway or interstate. NGSIM US-101's files do, and have no
+    speed signs and no lanelet types, or 'urban' ones: 50 km/h would make every recorded driver a
+    speeder, and the rule-based planners crawl."""
+    tags = {str(getattr(t, "value", t)).lower() for t in getattr(scenario, "tags", None) or ()}
+    return bool(tags & HIGHWAY_TYPES)
+
+
+def _lanes(net: Any, lanelets: dict[int, Any], notes: list[str], highway: bool = False) -> tuple[Lane, ...]:
+    limits = _speed_limits(net, lanelets, highway)
     dangling = 0
 
     def ref(lid: Any) -> str | None:
@@ -328,7 +337,9 @@ def _lanes(net: Any, lanelets: dict[int, Any], notes: list[str]) -> tuple[Lane, 
     return tuple(lanes)
 
 
-def _speed_limits(net: Any, lanelets: dict[int, Any]) -> dict[int, float]:
+def _speed_limits(net: Any, lanelets: dict[int, Any], highway: bool) -> dict[int, float]:
+    """Per lanelet: the lowest MAX_SPEED sign on it, else the default of its lanelet type, else
+    the default of the road the scenario's tags name."""
     signs: dict[Any, float] = {}
     for sign in getattr(net, "traffic_signs", None) or ():
         for el in sign.traffic_sign_elements:
@@ -346,7 +357,7 @@ def _speed_limits(net: Any, lanelets: dict[int, Any]) -> dict[int, float]:
             out[lid] = min(found)
         else:
             types = {str(getattr(t, "value", t)) for t in getattr(ll, "lanelet_type", None) or ()}
-            out[lid] = HIGHWAY_LIMIT if types & {"highway", "interstate"} else URBAN_LIMIT
+            out[lid] = HIGHWAY_LIMIT if types & HIGHWAY_TYPES or highway else URBAN_LIMIT
     return out
 
 

@@ -387,3 +387,9 @@ def test_values_that_would_hang_commonroad_io_or_blow_up_the_grid_are_refused(wa
     with pytest.raises(EngineError, match=needle):
         load_commonroad(bad)
     assert time.perf_counter() - start < 10.0
+
+
+def test_a_road_tagged_highway_defaults_to_the_highway_limit() -> None:
+    # the same lanelets as above, the scenario tagged highway (NGSIM US-101's files are, with urban lanelet types)
+    sc = load_commonroad(fixture("speed_limits_highway"))
+    assert {lane.id: lane.speed_limit for lane in sc.lanes} == {"1": 22.22, "2": 29.0, "3": 29.0, "4": 29.0}
