@@ -73,9 +73,11 @@ def settings(isolated_settings):
 
 @pytest.fixture
 def panel_ctx(jobs, settings):
+    """What the main window hands a panel (its services included)."""
     from panels import PanelContext
+    from workbench.screenshot import grab_to_png
 
-    return PanelContext(jobs, settings)
+    return PanelContext(jobs, settings, save_png=grab_to_png)
 
 
 @pytest.fixture

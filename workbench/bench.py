@@ -42,12 +42,8 @@ def measure_stall(seconds: float, heavy: bool) -> dict[str, float]:
     from workbench.app import create_app, install_loop
     from workbench.jobs import JobManager
 
-    if heavy:  # the one-time import stall is measured on its own (_stall_during_import)
+    if heavy:  # the one-time import stall is measured on its own (_stall_during_import); the job runner sets the threads
         import torch  # noqa: F401
-
-        from engines.core import configure_threads
-
-        configure_threads()
     app = create_app()
     install_loop(app)
     jobs = JobManager()

@@ -3,6 +3,9 @@
 One `JobRunner` per panel: a new run cancels the old one and the old one's late results are
 dropped. CPU work shares a small thread pool; GPU work goes through one single-worker executor so
 two panels never fight over the device. Progress crosses back with ``call_soon_threadsafe``.
+
+Torch's threads are set here, once, before the first job's work (``JobManager.threads``, the
+preference): the one place the window does it, so no panel or engine call has to.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import CancelToken, Cancelled, EngineError, configure_threads
 
 log = logging.getLogger("workbench.jobs")
 
@@ -46,8 +49,9 @@ class JobManager(QObject):
     jobRemoved = Signal(int)
     unexpectedError = Signal(str, str)  # message, traceback text
 
-    def __init__(self, parent: QObject | None = None, cpu_workers: int = 3) -> None:
+    def __init__(self, parent: QObject | None = None, cpu_workers: int = 3, threads: int | None = None) -> None:
         super().__init__(parent)
+        self.threads = threads  # torch's threads for every job; None: WORKBENCH_THREADS, else all cores but one
         self._cpu = concurrent.futures.ThreadPoolExecutor(max_workers=cpu_workers, thread_name_prefix="wb-cpu")
         self._gpu = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-gpu")
         self.running: dict[int, Job] = {}
@@ -128,7 +132,7 @@ class JobRunner(QObject):
             return job
         self.current = job
         # What loop.run_in_executor does, keeping the concurrent future for blocking waits at exit.
-        job.future = self.manager.executor(gpu).submit(self._call, work, job)
+        job.future = self.manager.executor(gpu).submit(self._call, work, job, self.manager.threads)
         asyncio.wrap_future(job.future, loop=loop).add_done_callback(lambda f, j=job: self._on_done(j, f))
         self.manager.running[job_id] = job
         self.manager.jobAdded.emit(job, self)
@@ -136,8 +140,9 @@ class JobRunner(QObject):
         return job
 
     @staticmethod
-    def _call(work: Callable[[Job], Any], job: Job) -> Any:
+    def _call(work: Callable[[Job], Any], job: Job, threads: int | None) -> Any:
         job.cancel.raise_if_cancelled()
+        configure_threads(threads)  # the first job sets them (a bad WORKBENCH_THREADS fails it); later ones only read
         return work(job)
 
     def cancel(self) -> None:

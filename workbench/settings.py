@@ -70,6 +70,10 @@ class Settings:
     def last_dir(self) -> str:
         return str(self.q.value("dirs/last", str(Path.home())))
 
+    def data_folder(self, name: str) -> Path:
+        """A folder of the app's own next to this settings file, for files a panel makes (trained runs)."""
+        return self.path.parent / name
+
     # Preferences ----------------------------------------------------------------------------
     def preference(self, key: str) -> Any:
         default = PREFERENCE_DEFAULTS[key]

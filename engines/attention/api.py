@@ -6,9 +6,8 @@ import torch
 
 from engines.core import EngineError
 
+from .params import BACKENDS
 from .representation import FlashMask, as_mask, make_mask
-
-BACKENDS = ("reference", "sdpa_dense", "blocksparse", "flex", "triton")  # autograd: reference, blocksparse, triton
 
 
 def flashmask_attention(

@@ -13,7 +13,8 @@ from typing import Any
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, scaled
 
 from . import library
-from .timing import TimingReport, TimingSettings, time_cases
+from .params import TimingSettings
+from .timing import TimingReport, time_cases
 
 GOAL_RHO = 0.5
 GOAL_PCT_IDEAL = 80.0

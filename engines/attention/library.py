@@ -15,7 +15,8 @@ import numpy as np
 
 from engines.core import EngineError
 
-from .representation import MAX_N, FlashMask, check_length, full_mask, make_mask  # noqa: F401  (MAX_N: library.MAX_N for the panel)
+from .params import MAX_N
+from .representation import FlashMask, check_length, full_mask, make_mask
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ import numpy as np
 
 from engines.core import EngineError
 
-MAX_N = 1 << 20  # a million tokens: the vectors stay small, but keep typos from eating the memory
+from .params import MAX_N
+
 ALLOWED_C = {True: (1, 2), False: (2, 4)}
 COLUMN_NAMES = {(True, 1): ("LTS",), (True, 2): ("LTS", "LTE"), (False, 2): ("LTS", "UTE"), (False, 4): ("LTS", "LTE", "UTS", "UTE")}
 

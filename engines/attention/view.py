@@ -14,6 +14,7 @@ import numpy as np
 from engines.core import EngineError
 
 from . import library
+from .params import TILE_RANGE
 from .blocks import MaskStats, classify, mask_stats
 from .compose import compose
 from .dense import density_image, from_dense
@@ -85,8 +86,8 @@ def resolve(request: MaskRequest) -> tuple[str, dict[str, Any], FlashMask]:
 
 
 def analyze(request: MaskRequest, tile: int = 128, pixels: int = VIEW_PIXELS) -> MaskView:
-    if not 1 <= tile <= 1 << 16:
-        raise EngineError(f"tile size {tile} must be between 1 and 65536")
+    if not TILE_RANGE[0] <= tile <= TILE_RANGE[1]:
+        raise EngineError(f"tile size {tile} must be between {TILE_RANGE[0]} and {TILE_RANGE[1]}")
     name, params, mask = resolve(request)
     stats = mask_stats(mask, tile, tile)
     t_q, t_k = -(-mask.n_q // tile), -(-mask.n_k // tile)

@@ -19,28 +19,29 @@ from engines.core.intervals import Interval, proportion_interval
 
 from .edits import random_program
 from .language import parse
-from .polish import POLISH_AFTER
 from .render import foreground_iou, mean_iou, render
-from .search import SearchParams, SearchResult, solve
+from .params import PROPOSERS, SearchParams
+from .search import SearchResult, solve
 from .sketch import sketch_render
 from .vocab import Tokens
 
 SOLVED_IOU = 0.98
 SKETCH_OK_IOU = 0.9
-METHODS = ("model", "random")
+METHODS = PROPOSERS  # the edit model against the random-mutation baseline
+_SEARCH = SearchParams()  # the defaults of one search
 
 
 @dataclass(frozen=True)
 class BenchParams:
     targets: int = 20  # per primitive count
     primitives: tuple[int, int] = (1, 4)
-    budget: int = 2000
-    beam: int = 16
-    proposals: int = 8
+    budget: int = _SEARCH.budget
+    beam: int = _SEARCH.beam
+    proposals: int = _SEARCH.proposals
     sketch_targets: int = 0
     seed: int = 2025
     checkpoint: str = ""
-    polish_after: int = POLISH_AFTER
+    polish_after: int = _SEARCH.polish_after
     residual: bool = True
 
     def search(self, style: str) -> SearchParams:
@@ -48,13 +49,14 @@ class BenchParams:
         return SearchParams(budget=self.budget, beam=self.beam, proposals=self.proposals, style=style,
                             polish_after=self.polish_after, residual=self.residual)
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         lo, hi = self.primitives
         if not 1 <= lo <= hi <= 12:
             raise EngineError("primitives must be a range within 1-12, e.g. 1-4")
         if not 1 <= self.targets <= 10000 or not 0 <= self.sketch_targets <= 10000:
             raise EngineError("targets must be 1 to 10000 (sketch targets 0 to 10000)")
         check_seed(self.seed)
+        self.search("auto")  # the search's own ranges, before any target is drawn
 
 
 def bench_targets(n_primitives: int, count: int, seed: int) -> list[Tokens]:
@@ -96,7 +98,6 @@ def curve(renders_at_solve: list[int | None], budget: int, points: int = 20) -> 
 def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict:
     from .api import make_proposer
 
-    params.check()
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
     search = params.search("filled")

@@ -119,11 +119,11 @@ def convert(target: np.ndarray, request: SolveRequest, progress: ProgressFn = no
 
     sketch = is_sketch(target, request.params.style)
 
-    def on_update(candidates: tuple[Candidate, ...], renders: int) -> None:
+    def gallery(candidates: tuple[Candidate, ...], renders: int) -> None:
         if partial is not None:
             partial(GalleryUpdate(candidates, render_batch([parse(c.program) for c in candidates]), renders, sketch))
 
-    result = solve_target(target, request, progress, cancel, on_update)
+    result = solve_target(target, request, progress, cancel, gallery)
     best = render_batch([parse(c.program) for c in result.best])
     path = render_batch([parse(s.program) for s in result.path])
     return Conversion(target, result, best, path)

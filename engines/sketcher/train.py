@@ -30,7 +30,6 @@ class TrainParams:
     seed: int = 0
     batch_size: int = 32
     lr: float = 2e-3
-    threads: int = 2
     data_workers: int = 1  # batches made in a second process (see ``engines.core.batch_stream``)
     save_every_s: float = 180.0
     validation_size: int = 512
@@ -169,15 +168,16 @@ def validation_batches(size: int, batch_size: int, data: DataConfig) -> list[Bat
     return sample_batches(random.Random(VALIDATION_SEED), max(1, size // batch_size), batch_size, data)
 
 
-def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, log=None) -> TrainResult:
+def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, partial=None) -> TrainResult:
+    """Train for ``params.minutes``; ``partial`` gets the summary line of every 25 steps. Torch's threads are
+    the caller's to set (the CLI job sets them from --threads)."""
     import torch
 
-    from engines.core import configure_threads, seed_everything
+    from engines.core import seed_everything
 
     if not params.minutes > 0:
         raise EngineError("training needs a positive number of minutes")
     check_seed(params.seed)
-    configure_threads(params.threads)
     device = torch.device("cpu")
     out = Path(params.out)
     ckpt = load_checkpoint(out) if out.exists() else None
@@ -244,8 +244,8 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
                 window.clear()
                 text = f"step {step}: loss {mean['loss']:.3f}, position {mean['pointer_accuracy']:.2f}, edit {mean['edit_accuracy']:.2f}"
                 progress(frac, text)
-                if log:
-                    log(text)
+                if partial:
+                    partial(text)
             if time.monotonic() - last_save > params.save_every_s:
                 save()
                 last_save = time.monotonic()

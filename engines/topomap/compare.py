@@ -69,7 +69,6 @@ def compare(
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
 ) -> CompareResult:
-    params.validate()
     t0 = time.perf_counter()
     seeds = range(params.first_seed, params.first_seed + params.seeds)
     jobs = [(method, seed) for seed in seeds for method in params.methods]

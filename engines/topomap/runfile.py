@@ -141,7 +141,7 @@ def read_archive(path: Path, expected_format: str) -> dict[str, Any]:
 def load_run(path: Path) -> RunRecord:
     payload = read_archive(path, FORMAT)
     try:
-        params = from_dict(TrainParams, payload["params"]).validate()
+        params = from_dict(TrainParams, payload["params"])
         record = RunRecord(
             params=params,
             classes=tuple(str(c) for c in payload["classes"]),
@@ -178,9 +178,9 @@ def _check_consistent(record: RunRecord, name: str) -> None:
 def network(record: RunRecord, name: str) -> nn.Module:
     """The network the run describes, carrying its weights. Loaded strictly, so weights of another
     shape, data set or a tampered file are one sentence instead of torch's key-by-key report."""
-    from .train import build_model  # train imports this module
-
     import torch
+
+    from .model import build_model
 
     model = build_model(record.params, len(dataset_classes(record.params.data)))
     try:

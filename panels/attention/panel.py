@@ -614,7 +614,7 @@ class AttentionPanel(MethodPanel):
     def open_path(self, path: Path, causal: bool | None = None) -> None:
         """Load vectors (.json, or .npy whose C tells the mode) and show them as a custom mask; a
         .npy with C=2 columns could be either mode, so the user is asked which."""
-        from engines.attention.exports import npy_needs_mode
+        from engines.attention.export import npy_needs_mode
 
         if causal is None and npy_needs_mode(path):
             self._ask_mode(path)
@@ -622,7 +622,7 @@ class AttentionPanel(MethodPanel):
         tile = self.tile.value()
 
         def work(job):
-            from engines.attention.exports import load_vectors
+            from engines.attention.export import load_vectors
             from engines.attention.view import MaskRequest, analyze
 
             mask = load_vectors(path, causal)
@@ -676,7 +676,7 @@ class AttentionPanel(MethodPanel):
         view, report = self.view, self.report
 
         def work(job):
-            from engines.attention.exports import export_mask, timing_csv
+            from engines.attention.export import export_mask, timing_csv
             from engines.core import write_text
 
             if kind == "csv":

@@ -72,7 +72,7 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def _load_mask(args: argparse.Namespace):
     """(name, params, FlashMask) from --mask/--n/--param or from --vectors."""
     from engines.attention import library
-    from engines.attention.exports import load_vectors
+    from engines.attention.export import load_vectors
 
     if args.vectors is not None:
         if args.mask:
@@ -120,9 +120,9 @@ def cmd_stats(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from engines.attention.exports import export_mask
+    from engines.attention.export import export_mask
 
-    with cli_job(args, "export ") as (progress, cancel):
+    with cli_job(args, "export ", torch=False) as (progress, cancel):
         name, params, mask = _load_mask(args)
         progress(0.5, f"writing {args.out.name}")
         path = export_mask(mask, args.out, args.format, name, params)
@@ -131,7 +131,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_from_dense(args: argparse.Namespace) -> None:
-    from engines.attention.exports import export_mask, load_dense
+    from engines.attention.export import export_mask, load_dense
 
     causal = {"auto": None, "yes": True, "no": False}[args.causal]
     mask = load_dense(args.dense, causal)
@@ -145,17 +145,15 @@ def cmd_bench(args: argparse.Namespace) -> None:
     import os
 
     from engines.attention.bench import run_bench
-    from engines.attention.exports import timing_csv
-    from engines.attention.timing import TimingSettings
-    from engines.core import configure_threads, write_text
+    from engines.attention.export import timing_csv
+    from engines.attention.params import TimingSettings
+    from engines.core import write_text
 
     backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
     settings = TimingSettings(heads=args.heads, dim=args.dim, batch=args.batch, backends=backends, repeats=args.repeats, warmup=args.warmup)
-    settings.check()
     if args.threads < 0:
         raise EngineError("--threads must not be negative")
-    configure_threads(args.threads or os.cpu_count() or 1)
-    with cli_job(args, "bench ") as (progress, cancel):
+    with cli_job(args, "bench ", threads=args.threads or os.cpu_count() or 1) as (progress, cancel):
         result = run_bench(args.mask, args.n, _params(args.param) or None, settings, progress, cancel)
     if args.csv:
         write_text(args.csv, timing_csv(result.report))
@@ -165,11 +163,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
 def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict[str, Any]:
     """The embedded example: a 4-document causal mask at N=2048, exported and timed briefly."""
     from engines.attention import library
-    from engines.attention.exports import export_mask, timing_csv
-    from engines.attention.timing import TimingSettings, time_cases
-    from engines.core import configure_threads, write_text
+    from engines.attention.export import export_mask, timing_csv
+    from engines.attention.params import TimingSettings
+    from engines.attention.timing import time_cases
+    from engines.core import write_text
 
-    configure_threads()
     name, n = "causal_document", 2048
     params = library.resolve_params(name, n)
     mask = library.build(name, n, params)

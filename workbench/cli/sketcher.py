@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from engines.sketcher.polish import POLISH_AFTER
+    from engines.sketcher.params import PROPOSERS, STYLES, SearchParams
+
+    d = SearchParams()
 
     group = add_group(sub, "sketcher", "graphics programs from drawings by tree diffusion (edits on CSG2D syntax trees) plus search")
 
@@ -29,15 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     solve = add_command(group, "solve", cmd_solve, "find a program whose render matches a picture")
     solve.add_argument("--target", type=existing_file, required=True, help="image file (any size; dark ink on light, or the reverse)")
-    solve.add_argument("--budget", type=int, default=2000, help="renderer calls to spend (default 2000)")
-    solve.add_argument("--beam", type=int, default=16, help="beam width (default 16)")
-    solve.add_argument("--proposals", type=int, default=8, help="edits asked per beam program and round (default 8)")
-    solve.add_argument("--style", choices=("auto", "filled", "sketch"), default="auto", help="filled shapes or an outline sketch (default: detect)")
+    solve.add_argument("--budget", type=int, default=d.budget, help=f"renderer calls to spend (default {d.budget})")
+    solve.add_argument("--beam", type=int, default=d.beam, help=f"beam width (default {d.beam})")
+    solve.add_argument("--proposals", type=int, default=d.proposals, help=f"edits asked per beam program and round (default {d.proposals})")
+    solve.add_argument("--style", choices=STYLES, default=d.style, help="filled shapes or an outline sketch (default: detect)")
     solve.add_argument("--start", default="", help="a program to continue from (default: empty and random starts)")
-    solve.add_argument("--proposer", choices=("model", "random"), default="model", help="edit model, or the random-mutation baseline")
+    solve.add_argument("--proposer", choices=PROPOSERS, default=PROPOSERS[0], help="edit model, or the random-mutation baseline")
     solve.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
-    solve.add_argument("--polish-after", type=int, default=POLISH_AFTER,
-                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
+    solve.add_argument("--polish-after", type=int, default=d.polish_after,
+                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})")
     solve.add_argument("--no-residual", dest="residual", action="store_false",
                        help="polish numbers only, without parts fitted to the wrong pixels")
     solve.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
@@ -46,12 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench = add_command(group, "bench", cmd_bench, "edit model vs random-mutation baseline on fresh seeded targets, same search")
     bench.add_argument("--targets", type=int, default=20, help="targets per primitive count (default 20)")
     bench.add_argument("--primitives", default="1-4", help="primitive counts, e.g. 1-4 or 5-8 (default 1-4)")
-    bench.add_argument("--budget", type=int, default=2000, help="renderer calls per target (default 2000)")
-    bench.add_argument("--beam", type=int, default=16, help="beam width (default 16)")
-    bench.add_argument("--proposals", type=int, default=8, help="edits per beam program and round (default 8)")
+    bench.add_argument("--budget", type=int, default=d.budget, help=f"renderer calls per target (default {d.budget})")
+    bench.add_argument("--beam", type=int, default=d.beam, help=f"beam width (default {d.beam})")
+    bench.add_argument("--proposals", type=int, default=d.proposals, help=f"edits per beam program and round (default {d.proposals})")
     bench.add_argument("--sketch", type=int, default=0, help="also this many sketch-style targets (default 0)")
-    bench.add_argument("--polish-after", type=int, default=POLISH_AFTER,
-                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
+    bench.add_argument("--polish-after", type=int, default=d.polish_after,
+                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})")
     bench.add_argument("--no-residual", dest="residual", action="store_false",
                        help="polish numbers only, without parts fitted to the wrong pixels")
     bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
@@ -70,10 +72,10 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     from engines.sketcher.train import TrainParams, train
 
-    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, threads=args.threads, data_workers=args.data_workers, data=_data_config(args))
-    log = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
-    with cli_job(args, "train ") as (progress, cancel):
-        result = train(params, progress=progress if log is None else (lambda f, t: None), cancel=cancel, log=log)
+    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, data_workers=args.data_workers, data=_data_config(args))
+    lines = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
+    with cli_job(args, "train ", threads=args.threads) as (progress, cancel):
+        result = train(params, progress=progress if lines is None else (lambda f, t: None), cancel=cancel, partial=lines)
     human = f"trained {result.steps - result.resumed_from_step} steps ({result.total_seconds / 60:.1f} min in all) -> {result.out}\n" + "\n".join(
         f"  {k}: {v}" for k, v in result.metrics.items()
     )
@@ -106,10 +108,9 @@ def _size(value: str) -> int:
 def cmd_solve(args: argparse.Namespace) -> None:
     from engines.sketcher.api import SolveRequest, png_path, solve_target
     from engines.sketcher.image_input import load_target
-    from engines.sketcher.search import SearchParams
+    from engines.sketcher.params import SearchParams
 
     params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed, polish_after=args.polish_after, residual=args.residual)
-    params.check()
     if args.out:
         png_path(args.out)  # refused before the search, not after it
     target = load_target(args.target)
@@ -175,10 +176,10 @@ def demo(out: Path, progress, cancel) -> dict:
     from engines.sketcher.api import SolveRequest
     from engines.sketcher.image_input import load_target
     from engines.sketcher.interactive import convert, export
-    from engines.sketcher.search import SearchParams
+    from engines.sketcher.params import EXAMPLE_BUDGET, SearchParams
 
     target = load_target(resource_path("sketcher", "example.png"))
-    result = convert(target, SolveRequest(SearchParams(budget=1500)), progress, cancel).result
+    result = convert(target, SolveRequest(SearchParams(budget=EXAMPLE_BUDGET)), progress, cancel).result
     for name in ("program.txt", "program.svg", "program.png"):
         export(result.program, out / name, 512)
     summary = {"program": result.program, "iou": round(result.iou, 4), "renders": result.renders, "seconds": result.seconds}

@@ -48,7 +48,7 @@ def _base_params(args: argparse.Namespace, **extra: Any) -> TrainParams:
         tau=args.tau,
         som_width=args.som_width,
         **extra,
-    ).validate()
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,12 +84,10 @@ def _check_out(path: Path) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.topomap.train import train
 
     params = _base_params(args, method=args.method, seed=args.seed)
     _check_out(args.out)
-    configure_threads()
     with cli_job(args, "train ") as (progress, cancel):
         result = train(params, out=args.out, progress=progress, cancel=cancel, resume=not args.fresh)
     smooth = "  ".join(f"{k} {v:.2f}" for k, v in result.smoothness.items())
@@ -101,13 +99,12 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads, write_json
+    from engines.core import write_json
     from engines.topomap.compare import compare
 
-    params = CompareParams(seeds=args.seeds, first_seed=args.first_seed, methods=_methods(args.methods), base=_base_params(args)).validate()
+    params = CompareParams(seeds=args.seeds, first_seed=args.first_seed, methods=_methods(args.methods), base=_base_params(args))
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise EngineError(f"--out {args.out} is a file; give a folder for the run files")
-    configure_threads()
     with cli_job(args, "compare ") as (progress, cancel):
         result = compare(params, out_dir=args.out, progress=progress, cancel=cancel)
     data = to_jsonable(result)
@@ -118,11 +115,9 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 
 def cmd_maps(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.topomap.export import export_all
     from engines.topomap.runview import open_run
 
-    configure_threads()
     with cli_job(args, "maps ") as (progress, cancel):
         view = open_run(args.run, progress=progress, cancel=cancel)
         files = export_all(view, args.out)
@@ -140,11 +135,10 @@ def cmd_maps(args: argparse.Namespace) -> None:
 
 def demo(out: Path, progress, cancel) -> dict:
     """The shipped CB-SOM run's maps, exported (used by `workbench demo`)."""
-    from engines.core import configure_threads, resource_path
+    from engines.core import resource_path
     from engines.topomap.export import export_all
     from engines.topomap.runview import open_run
 
-    configure_threads()
     view = open_run(resource_path("topomap", SHIPPED_RUN), progress=progress, cancel=cancel)
     files = export_all(view, out)
     return {"run": SHIPPED_RUN, "accuracy": view.record.accuracy, "files": sum(len(v) for v in files.values())}

@@ -7,7 +7,7 @@ import pytest
 
 from engines.attention import build
 from engines.attention.bench import check_goals, format_table, run_bench
-from engines.attention.exports import timing_csv
+from engines.attention.export import timing_csv
 from engines.attention.timing import CaseTiming, TimingSettings, time_cases, time_sweep
 from engines.core import CancelToken, Cancelled, EngineError
 

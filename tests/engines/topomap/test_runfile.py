@@ -12,7 +12,8 @@ from engines.topomap.data import load_dataset
 from engines.topomap.params import TrainParams
 from engines.topomap.probe import accuracy
 from engines.topomap.runfile import FORMAT, load_run
-from engines.topomap.train import build_model, train
+from engines.topomap.model import build_model
+from engines.topomap.train import train
 
 
 @pytest.fixture(scope="module")

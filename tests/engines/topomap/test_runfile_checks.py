@@ -14,7 +14,7 @@ from engines.topomap.params import TrainParams, parse_widths
 from engines.topomap.runfile import load_run
 from engines.topomap.runview import open_run
 from engines.topomap.train import train
-from engines.topomap.workflows import with_widths
+from engines.topomap.api import with_widths
 
 
 @pytest.fixture(scope="module")
