@@ -5,11 +5,13 @@ never does maths itself. It reaches the shell only through the services of its `
 (never by importing ``workbench``: tests/test_architecture.py), and every job slot it has comes
 from ``add_runner``, so failures and bugs are shown the same way in every panel.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
@@ -39,7 +41,7 @@ class PanelSettings(Protocol):
 class PanelContext:
     """What the shell hands a panel when it creates it: the panel's only way to the shell."""
 
-    jobs: "JobManager"
+    jobs: JobManager
     settings: PanelSettings
     add_recent: Callable[[str], None] = lambda path: None
     # The shell's PNG writer for a view (OpenGL included), atomic; None where no shell is (a bare test).
@@ -140,8 +142,8 @@ class MethodPanel(QWidget):
         finished: Callable[[Any], None] | None = None,
         partial: Callable[[Any], None] | None = None,
         progress: Callable[[float, str], None] | None = None,
-        controls: "RunControls | None" = None,
-    ) -> "JobRunner":
+        controls: RunControls | None = None,
+    ) -> JobRunner:
         """A job slot of this panel (a new job on it cancels the one it runs), wired like every other."""
         runner = self.ctx.jobs.runner(name)
         runner.failed.connect(self.show_error)

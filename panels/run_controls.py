@@ -4,6 +4,7 @@
 bar shows the fraction with the engine's status text (in the bar, or in the line under it); after
 the job the text says how it ended, until the panel says something of its own (``say``).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

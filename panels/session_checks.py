@@ -9,6 +9,7 @@ A panel's saved state is a frozen dataclass (``panels/<method>/session.py``) who
 with ``setting(check, key, ...)``; ``engines.core.serial.from_dict`` reads a session into it,
 calling each field's check, so there is no hand-written loop over keys.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -95,11 +96,15 @@ def optional(check: Callable[..., Any]) -> Callable[..., Any]:
     return read
 
 
-def setting(check: Callable[..., Any], key: str, *args: Any, default: Any = None, json_key: str | None = None) -> Any:
+def setting(
+    check: Callable[..., Any], key: str, *args: Any, default: Any = None, default_factory: Any = dataclasses.MISSING, json_key: str | None = None
+) -> Any:
     """A field of a panel's session dataclass, read by ``check(value, key, *args)`` when the session
     has it (``engines.core.serial.from_dict`` calls it: its sentence names ``key``) and ``default``
     when it has not. ``json_key`` is the session's name for it where that is no Python name ("class")."""
     metadata: dict[str, Any] = {CHECK: lambda value: check(value, key, *args)}
     if json_key is not None:
         metadata[KEY] = json_key
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

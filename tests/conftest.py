@@ -1,5 +1,6 @@
 """Shared fixtures: an isolated settings folder per test, a display for GL, the qasync loop,
 a job manager that fails any test leaving a job running, and a CLI runner."""
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ two panels never fight over the device. Progress crosses back with ``call_soon_t
 Torch's threads are set here, once, before the first job's work (``JobManager.threads``, the
 preference): the one place the window does it, so no panel or engine call has to.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,12 +16,13 @@ import itertools
 import logging
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from engines.core import CancelToken, Cancelled, EngineError, configure_threads
+from engines.core import Cancelled, CancelToken, EngineError, configure_threads
 
 log = logging.getLogger("workbench.jobs")
 
@@ -61,7 +63,7 @@ class JobManager(QObject):
     def executor(self, gpu: bool) -> concurrent.futures.Executor:
         return self._gpu if gpu else self._cpu
 
-    def runner(self, name: str) -> "JobRunner":
+    def runner(self, name: str) -> JobRunner:
         runner = JobRunner(self, name, parent=self)
         self.runners.append(runner)
         return runner

@@ -3,12 +3,14 @@
 Panels are created lazily, the first time their dock is shown (or a file, session or run needs
 them), so the first paint never waits for a panel's imports.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence

@@ -2,6 +2,7 @@
 
 Tests point ``WORKBENCH_CONFIG_DIR`` at a temporary folder so each one starts clean.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """One attention API over five backends, with Paddle's ``flashmask_attention`` mask semantics."""
+
 from __future__ import annotations
 
 import numpy as np

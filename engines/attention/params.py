@@ -4,6 +4,7 @@ timing settings, which the engine checks and the panel, the CLI and session file
 ``TimingSettings`` checks itself when built (``__post_init__``): settings that exist are valid, and
 the sentence is the same from the panel, the CLI or Python. Importing this module stays light.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,13 @@ class TimingSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, value, (low, high) in (("heads", self.heads, HEADS_RANGE), ("dim", self.dim, DIM_RANGE), ("batch", self.batch, BATCH_RANGE),
-                                         ("repeats", self.repeats, REPEATS_RANGE), ("block", self.block, BLOCK_RANGE)):
+        for name, value, (low, high) in (
+            ("heads", self.heads, HEADS_RANGE),
+            ("dim", self.dim, DIM_RANGE),
+            ("batch", self.batch, BATCH_RANGE),
+            ("repeats", self.repeats, REPEATS_RANGE),
+            ("block", self.block, BLOCK_RANGE),
+        ):
             if not low <= value <= high:
                 raise EngineError(f"{name}={value} is out of range [{low}, {high}]")
         if self.warmup < 0:

@@ -5,6 +5,7 @@ Every backend is timed at the API level (vectors in, output out), so mask prepar
 Flex's BlockMask, the dense mask) counts for each of them. Repeats are interleaved across cases
 and backends, because the machines this runs on are shared and noisy.
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ A request says where the mask comes from (a library preset, edited vectors, a pa
 or a composition of two presets); the view holds the mask, its readouts, a heat map sampled at
 screen resolution (never N²), the tile kinds for the overlay and the vectors for the plots.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,10 +15,10 @@ import numpy as np
 from engines.core import EngineError
 
 from . import library
-from .params import TILE_RANGE
 from .blocks import MaskStats, classify, mask_stats
 from .compose import compose
 from .dense import density_image, from_dense
+from .params import TILE_RANGE
 from .representation import FlashMask, make_mask
 
 PAINT_MAX = 256  # largest N for which the exact dense mask travels to the panel for painting

@@ -5,6 +5,7 @@ Two field metadata entries let a dataclass describe a JSON object whose rules ar
 callable that reads the field's value instead of its type (a session's ranges and choices); its
 ``ValueError`` is the one sentence the user reads.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -72,8 +73,11 @@ def _build(cls: type[T], data: Any, path: str) -> T:
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise EngineError(f"unknown {cls.__name__} field(s){where}: {', '.join(unknown)}")
-    missing = [name for name, f in fields.items() if name not in data and f.init
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in data and f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise EngineError(f"{cls.__name__}{where} lacks the field(s) {', '.join(repr(m) for m in missing)}")
     hints = typing.get_type_hints(cls)

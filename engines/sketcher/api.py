@@ -2,6 +2,7 @@
 
 Kept free of torch at import time; the model is loaded (once) on first use.
 """
+
 from __future__ import annotations
 
 import threading
@@ -13,8 +14,8 @@ import numpy as np
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, resource_path, write_text
 
 from .language import parse
-from .render import DEFAULT_SIZE, check_size, render
 from .params import SearchParams
+from .render import DEFAULT_SIZE, check_size, render
 from .search import SearchResult, solve
 
 _lock = threading.Lock()
@@ -58,7 +59,13 @@ class SolveRequest:
     checkpoint: str = ""
 
 
-def solve_target(target: np.ndarray, request: SolveRequest = SolveRequest(), progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, partial=None) -> SearchResult:
+def solve_target(
+    target: np.ndarray,
+    request: SolveRequest = SolveRequest(),
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken = NEVER_CANCELLED,
+    partial=None,
+) -> SearchResult:
     """Convert a (64, 64) ink mask into a program (``partial`` as in ``search.solve``)."""
     if target.shape != (DEFAULT_SIZE, DEFAULT_SIZE):
         raise EngineError(f"the target must be {DEFAULT_SIZE}x{DEFAULT_SIZE} (load pictures with load_target)")

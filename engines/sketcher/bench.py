@@ -6,6 +6,7 @@ when the foreground IoU reaches 0.98 at 64x64 (the paper's mean of foreground an
 is reported too). Sketch-style targets are the same kind of programs drawn by hand; there the
 found program's clean render is compared with the clean target (IoU >= 0.9 counts).
 """
+
 from __future__ import annotations
 
 import random
@@ -19,8 +20,8 @@ from engines.core.intervals import Interval, proportion_interval
 
 from .edits import random_program
 from .language import parse
-from .render import foreground_iou, mean_iou, render
 from .params import PROPOSERS, SearchParams
+from .render import foreground_iou, render
 from .search import SearchResult, solve
 from .sketch import sketch_render
 from .vocab import Tokens
@@ -46,8 +47,9 @@ class BenchParams:
 
     def search(self, style: str) -> SearchParams:
         """The search every target of one style gets (its seed is set per target)."""
-        return SearchParams(budget=self.budget, beam=self.beam, proposals=self.proposals, style=style,
-                            polish_after=self.polish_after, residual=self.residual)
+        return SearchParams(
+            budget=self.budget, beam=self.beam, proposals=self.proposals, style=style, polish_after=self.polish_after, residual=self.residual
+        )
 
     def __post_init__(self) -> None:
         lo, hi = self.primitives
@@ -124,9 +126,7 @@ def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: C
     overall = {method: _row(all_results[method], params.budget) for method in METHODS}
     for row in overall.values():
         row.pop("renders_at_solve")
-    curves = {
-        method: curve([r.renders if r.iou >= SOLVED_IOU else None for r in all_results[method]], params.budget) for method in METHODS
-    }
+    curves = {method: curve([r.renders if r.iou >= SOLVED_IOU else None for r in all_results[method]], params.budget) for method in METHODS}
     result = {
         "params": {**params.__dict__, "primitives": f"{lo}-{hi}"},
         "per_primitives": per_count,
@@ -174,7 +174,9 @@ def table(result: dict) -> str:
     for n, row in result["per_primitives"].items():
         m, b = row["model"], row["random"]
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
-        lines.append(f"{n:>10} {m['solve_rate']:>8.2%} {b['solve_rate']:>8.2%} {ratio:>7} {m['mean_iou']:>10.3f} {m['mean_paper_iou']:>10.3f} {m['median_seconds']:>8.2f}")
+        lines.append(
+            f"{n:>10} {m['solve_rate']:>8.2%} {b['solve_rate']:>8.2%} {ratio:>7} {m['mean_iou']:>10.3f} {m['mean_paper_iou']:>10.3f} {m['median_seconds']:>8.2f}"
+        )
     o = result["overall"]
     lines.append(f"{'all':>10} {o['model']['solve_rate']:>8.2%} {o['random']['solve_rate']:>8.2%}")
     lines.append("95% intervals (Wilson): " + ", ".join(f"{m} {Interval(*o[m]['solve_rate_ci95']).text('.1%')}" for m in METHODS))
@@ -183,9 +185,11 @@ def table(result: dict) -> str:
         lines.append(f"  {r:>6} renders: {m:6.2%} / {b:6.2%}")
     if "sketch" in result:
         s = result["sketch"]
-        lines.append(f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%} "
-                     f"{Interval(*s['model']['clean_iou_at_least_0.9_ci95']).text('.1%')}, random {s['random']['clean_iou_at_least_0.9']:.2%} "
-                     f"{Interval(*s['random']['clean_iou_at_least_0.9_ci95']).text('.1%')}")
+        lines.append(
+            f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%} "
+            f"{Interval(*s['model']['clean_iou_at_least_0.9_ci95']).text('.1%')}, random {s['random']['clean_iou_at_least_0.9']:.2%} "
+            f"{Interval(*s['random']['clean_iou_at_least_0.9_ci95']).text('.1%')}"
+        )
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ CLI and session files all import, so a value means the same everywhere.
 when built (``__post_init__``), so an impossible one never exists and the sentence is the same
 from the panel, the CLI or Python. Importing this module stays light (no torch).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,12 +12,13 @@ The best candidates stream out after every round; the search stops at the goal, 
 or when cancelled. Parents are kept, so the edit path from the start to any candidate can be
 replayed.
 """
+
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -28,8 +29,8 @@ from .edits import Edit, count_primitives, random_program
 from .language import parse, to_text
 from .params import SearchParams
 from .polish import numeric_edits
-from .residual import RESIDUAL_FROM, residual_edits
 from .render import foreground_iou, mean_iou, render_batch
+from .residual import RESIDUAL_FROM, residual_edits
 from .similarity import looks_like_strokes, outline_distance, similarity
 from .vocab import CIRCLE, NUM0, QUAD, Tokens
 
@@ -301,4 +302,3 @@ def solve(
 
 def _candidate(node: _Node) -> Candidate:
     return Candidate(to_text(node.tokens), round(node.score, 4), round(node.iou, 4), node.renders, node.depth)
-

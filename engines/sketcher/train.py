@@ -4,6 +4,7 @@
 (weights, optimiser, step and history live in that one file), so a longer schedule continues
 later. Checkpoints are written atomically every few minutes and at the end.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, ProgressFn, atomic_path, check_seed, no_progress
-
+from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, atomic_path, check_seed, no_progress
 from engines.core.batch_stream import BatchStream
 
 from .data import TRAINING_GROUP, Batch, DataConfig, sample_batches, training_batches
@@ -52,7 +52,23 @@ def to_tensors(batch: Batch, device) -> dict[str, Any]:
 
     from .model import images_to_tensor
 
-    out = {k: torch.from_numpy(getattr(batch, k)).to(device) for k in ("seq", "pointer", "pointed", "length", "pointer_target", "pointer_ok", "fix", "fix_category", "anchors", "next_token", "category", "remaining")}
+    out = {
+        k: torch.from_numpy(getattr(batch, k)).to(device)
+        for k in (
+            "seq",
+            "pointer",
+            "pointed",
+            "length",
+            "pointer_target",
+            "pointer_ok",
+            "fix",
+            "fix_category",
+            "anchors",
+            "next_token",
+            "category",
+            "remaining",
+        )
+    }
     out["target"] = images_to_tensor(batch.target, device)
     out["current"] = images_to_tensor(batch.current, device)
     return out
@@ -191,8 +207,9 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
         step, total_seconds, history = ckpt["step"], ckpt["seconds"], ckpt["history"]
     start_step = step
     seed_everything(params.seed * 1_000_003 + step)
-    stream = BatchStream(training_batches, (params.seed * 1_000_003 + step, params.batch_size, params.data), params.data_workers,
-                         chunk=TRAINING_GROUP)
+    stream = BatchStream(
+        training_batches, (params.seed * 1_000_003 + step, params.batch_size, params.data), params.data_workers, chunk=TRAINING_GROUP
+    )
     batches = iter(stream)
     budget = params.minutes * 60.0
     started = time.monotonic()

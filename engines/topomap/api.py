@@ -1,11 +1,12 @@
 """What the panel and the CLI call, one call each: open the shipped example, open a run file, train
 and view a run (streaming live updates through ``partial``). Everything returned is ready to draw."""
+
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from engines.core import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress, resource_path, scaled
 

@@ -6,6 +6,7 @@ k at row k // side, column k % side). conv1 has 5x5 kernels (so first-layer filt
 orientation and frequency on 16 x 16 images), deeper layers 3x3; each conv is followed by batch norm
 and ReLU, and 2x2 max-pooling while the maps are larger than 4 x 4.
 """
+
 from __future__ import annotations
 
 import torch

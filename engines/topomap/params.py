@@ -4,6 +4,7 @@ Each parameter object checks itself when built (``__post_init__``), so an imposs
 exists: the CLI, the panel and run files reject it with the same one-sentence error before any
 torch work starts. The names (methods, data sets, map kinds) are the panel's and the CLI's too.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,7 @@ def square_side(width: int, what: str = "layer width") -> int:
     side = math.isqrt(width)
     if side * side != width:
         lower, upper = side * side, (side + 1) ** 2
-        raise EngineError(
-            f"{what} {width} is not a square number, so its units cannot sit on a square grid; use {lower} or {upper}"
-        )
+        raise EngineError(f"{what} {width} is not a square number, so its units cannot sit on a square grid; use {lower} or {upper}")
     return side
 
 
@@ -124,9 +123,7 @@ class TrainParams:
         if self.method == "topoloss":
             for i, width in enumerate(self.widths, 1):
                 if self.topo_factor > math.isqrt(width):
-                    raise EngineError(
-                        f"TopoLoss factor {self.topo_factor:g} is larger than conv{i}'s {math.isqrt(width)}x{math.isqrt(width)} grid"
-                    )
+                    raise EngineError(f"TopoLoss factor {self.topo_factor:g} is larger than conv{i}'s {math.isqrt(width)}x{math.isqrt(width)} grid")
         square_side(self.som_width, "SOM width")
         if self.som_width > 1024:
             raise EngineError(f"SOM width {self.som_width} is too large; at most 1024 units")

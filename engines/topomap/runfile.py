@@ -4,6 +4,7 @@ A run file is a torch archive of plain containers and tensors only, read with
 ``weights_only=True`` (no pickled code runs). Anything unreadable, truncated or from another
 program is one clear ``EngineError``. Writes are atomic.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,7 +83,11 @@ def snapshots_to_torch(snapshots: tuple[Snapshot, ...] | list[Snapshot]) -> list
     import torch
 
     return [
-        {"epoch": s.epoch, "layers": [_stats_to_torch(layer) for layer in s.layers], "kernels": torch.from_numpy(np.ascontiguousarray(s.kernels, np.float32))}
+        {
+            "epoch": s.epoch,
+            "layers": [_stats_to_torch(layer) for layer in s.layers],
+            "kernels": torch.from_numpy(np.ascontiguousarray(s.kernels, np.float32)),
+        }
         for s in snapshots
     ]
 

@@ -7,13 +7,15 @@ then for ``cbsom``/``absom`` the neighbourhood update of EVERY conv layer around
 After every epoch a checkpoint (``RUN.partial``) is written; a later call with the same parameters
 resumes from it. Batch order depends only on (seed, epoch), so a resumed run is the same run.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +26,10 @@ from .maps import LayerStats, layer_stats
 from .params import TrainParams
 from .runfile import (
     CHECKPOINT_FORMAT,
+    VERSION,
     EpochStats,
     RunRecord,
     Snapshot,
-    VERSION,
     history_from_plain,
     history_to_plain,
     read_archive,

@@ -1,5 +1,6 @@
 """The sketcher panel: draw, convert to a CSG2D program by tree diffusion + search, inspect, edit,
 export. Every number and picture it shows comes from ``engines.sketcher.interactive``."""
+
 from __future__ import annotations
 
 import base64
@@ -439,8 +440,10 @@ class SketcherPanel(MethodPanel):
         panel's; a missing fill or program takes the default, as it always has."""
         mapping(state, "its settings")
         checked: dict[str, Any] = {
-            "numbers": {box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum()) for box, key in (
-                (self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))},
+            "numbers": {
+                box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum())
+                for box, key in ((self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))
+            },
             "fill": flag(state.get("fill", True), "fill"),
             "program": text(state.get("program", ""), "program"),
             "image": None,

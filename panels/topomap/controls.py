@@ -1,5 +1,6 @@
 """The topomap panel's left column: training parameters with Run/Cancel/progress, run files, and
 what the map shows. Widgets only: the panel reads them and connects their signals."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt

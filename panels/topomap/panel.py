@@ -6,6 +6,7 @@ against its shuffled band, accuracy-vs-smoothness across runs, first-layer kerne
 clicked unit's tuning curve, class responses, top stimuli and neighbours.
 Jobs are in ``work.py``, the saved state in ``session.py``; this module wires and draws.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -201,9 +202,10 @@ class TopomapPanel(MethodPanel):
         bottom.addWidget(kernels)
         bottom.addWidget(unit, 1)
         col.addWidget(holder)
-        for i, (stretch, size) in enumerate(((2, 150), (3, 230), (5, 340))):
+        sizes = (150, 230, 340)
+        for i, stretch in enumerate((2, 3, 5)):
             col.setStretchFactor(i, stretch)
-        col.setSizes([150, 230, 340])
+        col.setSizes(list(sizes))
         col.setChildrenCollapsible(False)
         return col
 
@@ -214,8 +216,14 @@ class TopomapPanel(MethodPanel):
 
     def start_training(self) -> None:
         c = self.controls
-        settings = {"method": c.method.currentData(), "data": c.data.currentData(), "epochs": c.epochs.value(), "seed": c.seed.value(),
-                    "alpha0": c.alpha0.value(), "tau": c.tau.value()}
+        settings = {
+            "method": c.method.currentData(),
+            "data": c.data.currentData(),
+            "epochs": c.epochs.value(),
+            "seed": c.seed.value(),
+            "alpha0": c.alpha0.value(),
+            "tau": c.tau.value(),
+        }
         widths, folder, compare = c.widths.text(), self.ctx.settings.data_folder(RUNS_FOLDER), self.compare
         self.live, self.live_history, self.live_epochs = [], (), settings["epochs"]
         self.runner.start(lambda job: work.train(settings, widths, folder, compare, job), f"Topomap: train {settings['method']}")
@@ -336,14 +344,17 @@ class TopomapPanel(MethodPanel):
         total = self.live_epochs if self.live else (self.view.params.epochs if self.view else 0)
         self.epoch_label.setText(f"epoch {snap.epoch}/{total}")
         self.kernels.set_rgb(snap.kernels)
-        classes = list(self.view.classes) if self.view is not None and not self.live else [self.controls.klass.itemText(i) for i in range(self.controls.klass.count())]
+        classes = (
+            list(self.view.classes)
+            if self.view is not None and not self.live
+            else [self.controls.klass.itemText(i) for i in range(self.controls.klass.count())]
+        )
         self.map_title.setText(f"{layer.name}: {layer.side}×{layer.side} units · {self.controls.kind.currentText()}")
         kind = self.controls.kind.currentData()
         if kind == "orientation":
             self.legend_bar.set_rgb(self.view.legends["orientation"] if self.view else None)
             self.legend.setText(
-                f"Hue: preferred orientation 0°→180° (bar above); brightness: selectivity. "
-                f"Pinwheels: {len(layer.pinwheels)} (white +½, black −½)."
+                f"Hue: preferred orientation 0°→180° (bar above); brightness: selectivity. Pinwheels: {len(layer.pinwheels)} (white +½, black −½)."
             )
         elif kind == "frequency":
             self.legend_bar.set_rgb(self.view.legends["frequency"] if self.view else None)
@@ -397,11 +408,25 @@ class TopomapPanel(MethodPanel):
         for method in METHODS:
             mine = [p for p in points if p.method == method]
             if mine:
-                plot.plot([p.smoothness for p in mine], [p.accuracy for p in mine], pen=None, symbol="o", symbolSize=8,
-                          symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200), symbolPen=None)
+                plot.plot(
+                    [p.smoothness for p in mine],
+                    [p.accuracy for p in mine],
+                    pen=None,
+                    symbol="o",
+                    symbolSize=8,
+                    symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200),
+                    symbolPen=None,
+                )
         if self.point is not None and not self.live:
-            plot.plot([self.point.smoothness], [self.point.accuracy], pen=None, symbol="star", symbolSize=16,
-                      symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]), symbolPen=pg.mkPen("k"))
+            plot.plot(
+                [self.point.smoothness],
+                [self.point.accuracy],
+                pen=None,
+                symbol="star",
+                symbolSize=16,
+                symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]),
+                symbolPen=pg.mkPen("k"),
+            )
 
     def select_unit(self, unit: int) -> None:
         self.selected = int(unit)
@@ -533,12 +558,22 @@ class TopomapPanel(MethodPanel):
     # Session -------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         c = self.controls
-        return to_jsonable(TopomapSession(
-            method=c.method.currentData(), data=c.data.currentData(), epochs=c.epochs.value(), seed=c.seed.value(),
-            widths=c.widths.text(), alpha0=c.alpha0.value(), tau=c.tau.value(), layer=c.layer.currentText(),
-            kind=c.kind.currentData(), klass=c.klass.currentIndex(), pinwheels=c.show_pinwheels.isChecked(),
-            run=self.view.path if self.view is not None else None,
-        ))
+        return to_jsonable(
+            TopomapSession(
+                method=c.method.currentData(),
+                data=c.data.currentData(),
+                epochs=c.epochs.value(),
+                seed=c.seed.value(),
+                widths=c.widths.text(),
+                alpha0=c.alpha0.value(),
+                tau=c.tau.value(),
+                layer=c.layer.currentText(),
+                kind=c.kind.currentData(),
+                klass=c.klass.currentIndex(),
+                pinwheels=c.show_pinwheels.isChecked(),
+                run=self.view.path if self.view is not None else None,
+            )
+        )
 
     def restore(self, state: dict[str, Any]) -> None:
         """Take a session's settings, all or none: every value is checked before any widget

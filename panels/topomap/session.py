@@ -4,6 +4,7 @@ Qt-free. A setting the session lacks (None) keeps the panel's, so an older sessi
 one it has must pass its check (``panels.session_checks``), or nothing of the session is applied.
 The class is checked by the panel: its top depends on the run it will show.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

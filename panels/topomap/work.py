@@ -3,6 +3,7 @@ what the panel draws (``engines.topomap.api.Loaded``, a ``CompareTable``, or a s
 
 Nothing here runs on the UI thread; torch is imported inside the engine calls.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

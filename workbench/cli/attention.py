@@ -1,4 +1,5 @@
 """`workbench attention ...`: mask statistics, exports, conversion from dense masks, and the benchmark."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _mask_args(export)
     export.add_argument("--out", required=True, type=output_file, help="file to write (.npy, .json, .png or .py)")
     export.add_argument(
-        "--format", choices=("npy", "json", "png", "paddle", "flex", "dense"),
+        "--format",
+        choices=("npy", "json", "png", "paddle", "flex", "dense"),
         help="what to write (default: from the suffix; .py is the Paddle snippet; dense: the boolean N x N mask as .npy)",
     )
 
@@ -53,9 +55,11 @@ def _mask_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, help="sequence length (library masks)")
     parser.add_argument("--vectors", type=existing_file, help="or: startend_row_indices from a .json or .npy file")
     parser.add_argument(
-        "--causal", action=argparse.BooleanOptionalAction, default=None,
+        "--causal",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="with --vectors: the mask is (--causal) or is not (--no-causal) causal; needed for a .npy with C=2 columns "
-             "(default: a .json says it, a .npy with C=1 is causal and C=4 is not)",
+        "(default: a .json says it, a .npy with C=1 is causal and C=4 is not)",
     )
 
 
@@ -91,7 +95,11 @@ def cmd_masks(args: argparse.Namespace) -> None:
 
     library.check_length(args.n)
     data = {
-        name: {"title": spec.title, "description": spec.description, "params": {p.name: {"default": p.default(args.n), "kind": p.kind, "help": p.help} for p in spec.params}}
+        name: {
+            "title": spec.title,
+            "description": spec.description,
+            "params": {p.name: {"default": p.default(args.n), "kind": p.kind, "help": p.help} for p in spec.params},
+        }
         for name, spec in library.MASKS.items()
     }
     lines = []

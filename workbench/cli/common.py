@@ -1,4 +1,5 @@
 """Rules every command follows: one JSON object with --json, progress on stderr, exit 2 on user error."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,8 +8,9 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from engines.core import CancelToken, EngineError, ProgressFn, configure_threads, to_jsonable
 

@@ -1,4 +1,5 @@
 """`workbench sketcher ...`: train, solve, render and benchmark the graphics-program sketcher."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--start", default="", help="a program to continue from (default: empty and random starts)")
     solve.add_argument("--proposer", choices=PROPOSERS, default=PROPOSERS[0], help="edit model, or the random-mutation baseline")
     solve.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
-    solve.add_argument("--polish-after", type=int, default=d.polish_after,
-                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})")
-    solve.add_argument("--no-residual", dest="residual", action="store_false",
-                       help="polish numbers only, without parts fitted to the wrong pixels")
+    solve.add_argument(
+        "--polish-after",
+        type=int,
+        default=d.polish_after,
+        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
+    )
+    solve.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
     solve.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     solve.add_argument("--out", type=output_file, help="also write the found program's render to this PNG")
 
@@ -52,17 +56,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--beam", type=int, default=d.beam, help=f"beam width (default {d.beam})")
     bench.add_argument("--proposals", type=int, default=d.proposals, help=f"edits per beam program and round (default {d.proposals})")
     bench.add_argument("--sketch", type=int, default=0, help="also this many sketch-style targets (default 0)")
-    bench.add_argument("--polish-after", type=int, default=d.polish_after,
-                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})")
-    bench.add_argument("--no-residual", dest="residual", action="store_false",
-                       help="polish numbers only, without parts fitted to the wrong pixels")
+    bench.add_argument(
+        "--polish-after",
+        type=int,
+        default=d.polish_after,
+        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
+    )
+    bench.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
     bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
     bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
 
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
-    render.add_argument("--program", required=True, help="CSG2D text, e.g. \"(- (Circle 6 8 8) (Quad 8 8 2 2 H))\"")
+    render.add_argument("--program", required=True, help='CSG2D text, e.g. "(- (Circle 6 8 8) (Quad 8 8 2 2 H))"')
     render.add_argument("--size", default="64", help="image side in pixels (default 64)")
     render.add_argument("--out", type=output_file, required=True, help="PNG or SVG file to write")
 
@@ -72,7 +79,15 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     from engines.sketcher.train import TrainParams, train
 
-    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, data_workers=args.data_workers, data=_data_config(args))
+    params = TrainParams(
+        minutes=args.minutes,
+        out=str(args.out),
+        seed=args.seed,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        data_workers=args.data_workers,
+        data=_data_config(args),
+    )
     lines = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
     with cli_job(args, "train ", threads=args.threads) as (progress, cancel):
         result = train(params, progress=progress if lines is None else (lambda f, t: None), cancel=cancel, partial=lines)
@@ -82,7 +97,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     output(args, result.__dict__, human)
 
 
-def _data_config(args: argparse.Namespace) -> "DataConfig":
+def _data_config(args: argparse.Namespace) -> DataConfig:
     """The default data mix with what the command line changes (checked when built)."""
     from dataclasses import replace
 
@@ -110,15 +125,32 @@ def cmd_solve(args: argparse.Namespace) -> None:
     from engines.sketcher.image_input import load_target
     from engines.sketcher.params import SearchParams
 
-    params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed, polish_after=args.polish_after, residual=args.residual)
+    params = SearchParams(
+        budget=args.budget,
+        beam=args.beam,
+        proposals=args.proposals,
+        style=args.style,
+        start=args.start,
+        seed=args.seed,
+        polish_after=args.polish_after,
+        residual=args.residual,
+    )
     if args.out:
         png_path(args.out)  # refused before the search, not after it
     target = load_target(args.target)
     with cli_job(args, "solve ") as (progress, cancel):
         result = solve_target(target, SolveRequest(params, args.proposer, str(args.checkpoint or "")), progress, cancel)
-    data = {"program": result.program, "iou": round(result.iou, 4), "renders": result.renders, "seconds": result.seconds,
-            "mean_iou": round(result.mean_iou, 4), "score": round(result.score, 4), "solved": result.solved,
-            "sketch": result.sketch, "proposer": result.proposer}
+    data = {
+        "program": result.program,
+        "iou": round(result.iou, 4),
+        "renders": result.renders,
+        "seconds": result.seconds,
+        "mean_iou": round(result.mean_iou, 4),
+        "score": round(result.score, 4),
+        "solved": result.solved,
+        "sketch": result.sketch,
+        "proposer": result.proposer,
+    }
     if args.out:
         from engines.sketcher.api import render_png
 
@@ -156,9 +188,18 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from engines.core import write_json
     from engines.sketcher.bench import BenchParams, run_bench, table
 
-    params = BenchParams(targets=args.targets, primitives=_range(args.primitives), budget=args.budget, beam=args.beam,
-                         proposals=args.proposals, sketch_targets=args.sketch, seed=args.seed, checkpoint=str(args.checkpoint or ""), polish_after=args.polish_after,
-                         residual=args.residual)
+    params = BenchParams(
+        targets=args.targets,
+        primitives=_range(args.primitives),
+        budget=args.budget,
+        beam=args.beam,
+        proposals=args.proposals,
+        sketch_targets=args.sketch,
+        seed=args.seed,
+        checkpoint=str(args.checkpoint or ""),
+        polish_after=args.polish_after,
+        residual=args.residual,
+    )
     with cli_job(args, "bench ") as (progress, cancel):
         result = run_bench(params, progress, cancel)
     if args.save:

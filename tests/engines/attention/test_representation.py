@@ -1,4 +1,5 @@
 """Paddle's startend_row_indices semantics, checked against the rules applied literally."""
+
 from __future__ import annotations
 
 import json
@@ -73,13 +74,16 @@ def test_as_mask_checks_lengths_and_mode() -> None:
     assert to_dense(as_mask(None, True, 3, 3))[0, 0].sum() == 6
 
 
-@pytest.mark.parametrize("n_q,fragment", [
-    ([1], "n_q [1] must be a whole number"),  # was a TypeError traceback
-    (10**12, "n_q 1000000000000 must be a whole number from 1 to 1048576"),  # was a 58 GiB allocation
-    (16.7, "n_q 16.7 must be a whole number"),  # was silently truncated to 16
-    ("16", "n_q '16' must be a whole number"),
-    (True, "n_q True must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "n_q,fragment",
+    [
+        ([1], "n_q [1] must be a whole number"),  # was a TypeError traceback
+        (10**12, "n_q 1000000000000 must be a whole number from 1 to 1048576"),  # was a 58 GiB allocation
+        (16.7, "n_q 16.7 must be a whole number"),  # was silently truncated to 16
+        ("16", "n_q '16' must be a whole number"),
+        (True, "n_q True must be a whole number"),
+    ],
+)
 def test_query_lengths_from_files_are_checked_like_library_lengths(tmp_path, n_q, fragment: str) -> None:
     from engines.attention.export import load_vectors
 
@@ -91,7 +95,7 @@ def test_query_lengths_from_files_are_checked_like_library_lengths(tmp_path, n_q
 
 
 def test_causal_in_a_json_file_must_be_a_boolean(tmp_path) -> None:
-    """"false" (a string) was read as True."""
+    """ "false" (a string) was read as True."""
     from engines.attention.export import load_vectors
 
     path = tmp_path / "v.json"

@@ -1,5 +1,6 @@
 """from_dict enforces the types it is given: a wrong-typed field is one sentence naming its path,
 never a crash deep in the engine that reads it later."""
+
 from __future__ import annotations
 
 import math
@@ -25,18 +26,21 @@ class Track:
     notes: dict[str, float] = field(default_factory=dict)
 
 
-@pytest.mark.parametrize("data,needle", [
-    ({"name": "a", "start": None}, r"field 'start' must be an object \(Point\), got None"),
-    ({"name": "a", "start": [1, 2]}, r"field 'start' must be an object \(Point\), got \[1, 2\]"),
-    ({"name": "a", "start": {"x": "abc"}}, r"field 'start.x' must be a number, got 'abc'"),
-    ({"name": "a", "start": {"y": 1.0}}, r"Point at start lacks the field\(s\) 'x'"),
-    ({"name": "a", "tags": "abc"}, r"field 'tags' must be a list, got 'abc'"),
-    ({"name": "a", "points": [[1, 2], [3]]}, r"field 'points\[1\]' must be a list of 2 values, got \[3\]"),
-    ({"name": "a", "points": [[1, True]]}, r"field 'points\[0\]\[1\]' must be a number, got True"),
-    ({"name": "a", "notes": [1]}, r"field 'notes' must be an object, got \[1\]"),
-    ({"name": 5}, r"field 'name' must be str, got 5"),
-    ({}, r"Track lacks the field\(s\) 'name'"),
-])
+@pytest.mark.parametrize(
+    "data,needle",
+    [
+        ({"name": "a", "start": None}, r"field 'start' must be an object \(Point\), got None"),
+        ({"name": "a", "start": [1, 2]}, r"field 'start' must be an object \(Point\), got \[1, 2\]"),
+        ({"name": "a", "start": {"x": "abc"}}, r"field 'start.x' must be a number, got 'abc'"),
+        ({"name": "a", "start": {"y": 1.0}}, r"Point at start lacks the field\(s\) 'x'"),
+        ({"name": "a", "tags": "abc"}, r"field 'tags' must be a list, got 'abc'"),
+        ({"name": "a", "points": [[1, 2], [3]]}, r"field 'points\[1\]' must be a list of 2 values, got \[3\]"),
+        ({"name": "a", "points": [[1, True]]}, r"field 'points\[0\]\[1\]' must be a number, got True"),
+        ({"name": "a", "notes": [1]}, r"field 'notes' must be an object, got \[1\]"),
+        ({"name": 5}, r"field 'name' must be str, got 5"),
+        ({}, r"Track lacks the field\(s\) 'name'"),
+    ],
+)
 def test_wrong_types_and_shapes_name_the_field(data: dict, needle: str) -> None:
     with pytest.raises(EngineError, match=needle):
         from_dict(Track, data)

@@ -1,5 +1,6 @@
 """The edit model: constrained decoding only proposes valid edits, decoding agrees with training,
 and training resumes from its checkpoint."""
+
 from __future__ import annotations
 
 import random

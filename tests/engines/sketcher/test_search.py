@@ -1,10 +1,11 @@
 """Beam search under a render budget: solving, streaming, the edit path, cancelling, bad input."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import Cancelled, CancelToken, EngineError
 from engines.sketcher.decode import RandomProposer
 from engines.sketcher.language import parse
 from engines.sketcher.render import render

@@ -1,4 +1,5 @@
 """The shared training loop on tiny configurations: every method runs, resumes and writes run files."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import Cancelled, CancelToken, EngineError
 from engines.topomap.data import load_dataset
 from engines.topomap.params import METHODS, TrainParams
 from engines.topomap.runfile import load_run
@@ -47,8 +48,8 @@ def test_procedural_data_sets_train(data: str, classes: int) -> None:
 
 def test_cbsom_step_updates_every_conv_layer_around_its_credit_bmu() -> None:
     """One step from the same weights and batch: CB-SOM = plain SGD + the neighbourhood rule per layer."""
-    from engines.topomap.selforg import credit_bmu, neighbourhood_update
     from engines.topomap.model import build_model
+    from engines.topomap.selforg import credit_bmu, neighbourhood_update
     from engines.topomap.train import _sgd_step
 
     params = replace(TINY, widths=(4, 9, 16))

@@ -1,4 +1,5 @@
 """The topomap panel with pytest-qt: example run, maps, scrubber, unit detail, training, errors, exports."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -99,9 +100,7 @@ def test_orientation_map_draws_pinwheels_and_clicking_a_unit_shows_its_detail(qt
 
 
 def test_a_real_click_on_the_map_selects_the_unit_under_the_mouse(qtbot, loaded) -> None:
-    from PySide6.QtCore import QPoint, Qt
-
-    from PySide6.QtCore import QPointF
+    from PySide6.QtCore import QPoint, QPointF, Qt
 
     panel = loaded
     panel.controls.layer.setCurrentIndex(0)
@@ -224,7 +223,7 @@ def test_train_and_show_labels_are_never_clipped(qapp, panel, controls_width) ->
 
 @pytest.mark.parametrize("controls_width", [None, 1])  # as opened, and dragged to its narrowest (0 collapses it out of sight)
 def test_control_buttons_are_never_clipped(qapp, panel, controls_width) -> None:
-    """"Open comparison…" once lost its ends when the controls column was at its narrowest."""
+    """ "Open comparison…" once lost its ends when the controls column was at its narrowest."""
     from PySide6.QtWidgets import QPushButton, QSplitter
 
     split = panel.findChild(QSplitter)
@@ -260,8 +259,18 @@ def test_every_class_name_of_the_unit_bar_chart_has_a_row_of_its_own(qapp, panel
     assert any(isinstance(item, pg.BarGraphItem) for item in panel.class_plot.getPlotItem().items)
 
 
-VALID_SESSION = {"method": "topoloss", "data": "shapes", "epochs": 12, "seed": 7, "widths": "16,36", "alpha0": 0.2, "tau": 2.5,
-                 "kind": "dprime", "class": 3, "pinwheels": False}
+VALID_SESSION = {
+    "method": "topoloss",
+    "data": "shapes",
+    "epochs": 12,
+    "seed": 7,
+    "widths": "16,36",
+    "alpha0": 0.2,
+    "tau": 2.5,
+    "kind": "dprime",
+    "class": 3,
+    "pinwheels": False,
+}
 
 
 def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
@@ -276,21 +285,24 @@ def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
     assert panel.message.text.startswith("The session's topomap settings are invalid: unknown kind 'bogus'"), panel.message.text
 
 
-@pytest.mark.parametrize("bad, said", [
-    ({"epochs": 12.7}, "epochs must be a whole number from 1 to 500, not 12.7"),
-    ({"epochs": "12"}, "epochs must be a whole number from 1 to 500, not '12'"),
-    ({"epochs": 10**30}, "epochs must be a whole number from 1 to 500, not 1"),
-    ({"seed": "7"}, "seed must be a whole number from 0 to 1000000, not '7'"),
-    ({"seed": True}, "seed must be a whole number from 0 to 1000000, not True"),
-    ({"alpha0": "0.2"}, "alpha0 must be a number from 0.001 to 1.0, not '0.2'"),
-    ({"tau": float("inf")}, "tau must be a number from 0.0 to 100.0, not inf"),
-    ({"pinwheels": "false"}, "pinwheels must be true or false, not 'false'"),
-    ({"class": 99}, "class must be a whole number from 0 to 9, not 99"),
-    ({"class": "3"}, "class must be a whole number from 0 to 9, not '3'"),
-    ({"widths": 1636}, "widths must be text, not 1636"),
-    ({"layer": 3}, "layer must be text, not 3"),
-    ({"run": 5}, "run must be text, not 5"),
-])
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ({"epochs": 12.7}, "epochs must be a whole number from 1 to 500, not 12.7"),
+        ({"epochs": "12"}, "epochs must be a whole number from 1 to 500, not '12'"),
+        ({"epochs": 10**30}, "epochs must be a whole number from 1 to 500, not 1"),
+        ({"seed": "7"}, "seed must be a whole number from 0 to 1000000, not '7'"),
+        ({"seed": True}, "seed must be a whole number from 0 to 1000000, not True"),
+        ({"alpha0": "0.2"}, "alpha0 must be a number from 0.001 to 1.0, not '0.2'"),
+        ({"tau": float("inf")}, "tau must be a number from 0.0 to 100.0, not inf"),
+        ({"pinwheels": "false"}, "pinwheels must be true or false, not 'false'"),
+        ({"class": 99}, "class must be a whole number from 0 to 9, not 99"),
+        ({"class": "3"}, "class must be a whole number from 0 to 9, not '3'"),
+        ({"widths": 1636}, "widths must be text, not 1636"),
+        ({"layer": 3}, "layer must be text, not 3"),
+        ({"run": 5}, "run must be text, not 5"),
+    ],
+)
 def test_a_bad_session_value_is_one_sentence_and_changes_nothing(panel, bad: dict, said: str) -> None:
     """Each case also carries a good change of method (applied first until now): it must not be applied either."""
     before = panel.state()
