@@ -285,6 +285,6 @@ def cmd_demo(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     from workbench.bench import run_shell_bench
 
-    with cli_job(args, "bench ") as (progress, cancel):
+    with cli_job(args, "bench ", torch=False) as (progress, cancel):  # its torch job runs in the job runner, which sets the threads
         result = run_shell_bench(starts=args.starts, stall_seconds=args.seconds, progress=progress)
     output(args, result, result.pop("table"))
