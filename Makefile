@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 WB     := $(PY) -m workbench
 
-.PHONY: setup run test bench demo clean
+.PHONY: setup run lint test bench demo clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -11,7 +11,12 @@ setup:
 run: setup
 	$(WB)
 
-test: setup
+# Lint and format check first (seconds), then the suite.
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: setup lint
 	$(PY) -m pytest
 
 # Benchmarks print tables of measured ratios against peers and baselines; never part of `make test`.
@@ -25,7 +30,7 @@ bench: setup
 	$(WB) planner replay-fps
 	$(WB) segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation
 	$(WB) segmentation bench --scenes bench-data/segmentation
-	$(WB) topomap compare --seeds 3
+	$(WB) topomap bench --seeds 3
 
 demo: setup
 	$(WB) demo --out demo-output

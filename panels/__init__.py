@@ -2,6 +2,7 @@
 
 Import them lazily (``load_panel``) so that a panel's imports never slow the first paint.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,13 +1,17 @@
-"""What every method panel offers the shell: state for sessions, files it opens, exports, a job slot.
+"""What every method panel offers the shell: state for sessions, files it opens, exports, job slots.
 
 A panel turns widget state into frozen engine parameters, starts a job and draws the result; it
-never does maths itself.
+never does maths itself. It reaches the shell only through the services of its ``PanelContext``
+(never by importing ``workbench``: tests/test_architecture.py), and every job slot it has comes
+from ``add_runner``, so failures and bugs are shown the same way in every panel.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
@@ -16,14 +20,32 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QStyle, QToolBut
 if TYPE_CHECKING:
     from workbench.jobs import JobManager, JobRunner
 
+    from .run_controls import RunControls
+
+
+class PanelSettings(Protocol):
+    """The settings a panel may read and write (``workbench.settings.Settings`` is one)."""
+
+    def last_dir(self) -> str: ...
+
+    def panel_value(self, panel: str, key: str, default: Any = None) -> Any: ...
+
+    def set_panel_value(self, panel: str, key: str, value: Any) -> None: ...
+
+    def data_folder(self, name: str) -> Path:
+        """A folder of the app's own, next to its settings, for files a panel makes (trained runs)."""
+        ...
+
 
 @dataclass
 class PanelContext:
-    """What the shell hands a panel when it creates it."""
+    """What the shell hands a panel when it creates it: the panel's only way to the shell."""
 
-    jobs: "JobManager"
-    settings: Any  # workbench.settings.Settings (kept loose so panels stay testable alone)
+    jobs: JobManager
+    settings: PanelSettings
     add_recent: Callable[[str], None] = lambda path: None
+    # The shell's PNG writer for a view (OpenGL included), atomic; None where no shell is (a bare test).
+    save_png: Callable[[QWidget, Path], Path] | None = None
 
 
 class MessageBar(QWidget):
@@ -86,6 +108,12 @@ class MethodPanel(QWidget):
     Subclasses set ``name`` and ``title``, build their widgets into ``self.body`` and override
     the hooks they support. A panel package that opens files declares ``FILE_SUFFIXES``
     (lower-case, with the dot) at module level, so the shell can route files without building it.
+
+    The panel's main job slot is ``self.runner`` (``run_default`` uses it); a job that must not
+    cancel it (an export, a preview) gets a slot of its own from ``add_runner``. Every slot is wired
+    the same way: an ``EngineError``'s sentence and an unexpected error go to the message bar (the
+    traceback to the log), ``finished``/``partial``/``progress`` to the handlers given, and a
+    ``RunControls`` row follows it when one is given. ``shutdown`` cancels them all.
     """
 
     name: str = ""
@@ -97,18 +125,36 @@ class MethodPanel(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.setObjectName(f"{self.name}Panel")
-        self.runner: JobRunner = ctx.jobs.runner(self.name)
         self.message = MessageBar(self)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
         outer.addWidget(self.message)
         self.body = QWidget(self)
         outer.addWidget(self.body, 1)
-        self.runner.failed.connect(lambda text: self.message.show_message(text, "error"))
-        self.runner.errored.connect(
-            lambda text, tb: self.message.show_message(f"Unexpected error ({text}); the log has the details.", "error")
-        )
+        self.runners: list[JobRunner] = []
+        self.runner: JobRunner = self.add_runner(self.name)
         self.runner.started.connect(self._on_job_started)
+
+    def add_runner(
+        self,
+        name: str,
+        *,
+        finished: Callable[[Any], None] | None = None,
+        partial: Callable[[Any], None] | None = None,
+        progress: Callable[[float, str], None] | None = None,
+        controls: RunControls | None = None,
+    ) -> JobRunner:
+        """A job slot of this panel (a new job on it cancels the one it runs), wired like every other."""
+        runner = self.ctx.jobs.runner(name)
+        runner.failed.connect(self.show_error)
+        runner.errored.connect(lambda text, tb: self.show_error(f"Unexpected error ({text}); the log has the details."))
+        for signal, slot in ((runner.finished, finished), (runner.partial, partial), (runner.progress, progress)):
+            if slot is not None:
+                signal.connect(slot)
+        if controls is not None:
+            controls.follow(runner)
+        self.runners.append(runner)
+        return runner
 
     # Hooks the shell calls -------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -131,7 +177,9 @@ class MethodPanel(QWidget):
         return False
 
     def shutdown(self) -> None:
-        """Called when the window closes, after jobs were cancelled."""
+        """Called when the window closes: stop timers (an override calls this too); jobs are cancelled."""
+        for runner in self.runners:
+            runner.cancel()
 
     def _on_job_started(self, *_) -> None:
         """A new job makes the last message stale; a panel whose background jobs start on their own

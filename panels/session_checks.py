@@ -4,13 +4,21 @@ A panel checks every value before it applies any, so a bad session changes nothi
 returns the value it accepts or raises ValueError with one sentence that names the key and the
 bad value ("seed must be a whole number from 0 to 1000000, not 'x'"). Qt-free: a panel passes its
 widgets' ranges and names in.
+
+A panel's saved state is a frozen dataclass (``panels/<method>/session.py``) whose fields are made
+with ``setting(check, key, ...)``; ``engines.core.serial.from_dict`` reads a session into it,
+calling each field's check, so there is no hand-written loop over keys.
 """
+
 from __future__ import annotations
 
+import dataclasses
 import math
 import reprlib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
+
+from engines.core.serial import CHECK, KEY
 
 
 def whole(value: Any, key: str, low: int, high: int) -> int:
@@ -77,3 +85,26 @@ def shown(value: Any) -> str:
     """The bad value as every sentence here shows it (a panel's own checks use it too): its repr,
     cut short so a pasted array stays one line."""
     return reprlib.repr(value)
+
+
+def optional(check: Callable[..., Any]) -> Callable[..., Any]:
+    """``check``, except that JSON null is taken as it is (no choice made when it was saved)."""
+
+    def read(value: Any, key: str, *args: Any) -> Any:
+        return None if value is None else check(value, key, *args)
+
+    return read
+
+
+def setting(
+    check: Callable[..., Any], key: str, *args: Any, default: Any = None, default_factory: Any = dataclasses.MISSING, json_key: str | None = None
+) -> Any:
+    """A field of a panel's session dataclass, read by ``check(value, key, *args)`` when the session
+    has it (``engines.core.serial.from_dict`` calls it: its sentence names ``key``) and ``default``
+    when it has not. ``json_key`` is the session's name for it where that is no Python name ("class")."""
+    metadata: dict[str, Any] = {CHECK: lambda value: check(value, key, *args)}
+    if json_key is not None:
+        metadata[KEY] = json_key
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)

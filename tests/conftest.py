@@ -1,5 +1,6 @@
 """Shared fixtures: an isolated settings folder per test, a display for GL, the qasync loop,
 a job manager that fails any test leaving a job running, and a CLI runner."""
+
 from __future__ import annotations
 
 import os
@@ -73,9 +74,11 @@ def settings(isolated_settings):
 
 @pytest.fixture
 def panel_ctx(jobs, settings):
+    """What the main window hands a panel (its services included)."""
     from panels import PanelContext
+    from workbench.screenshot import grab_to_png
 
-    return PanelContext(jobs, settings)
+    return PanelContext(jobs, settings, save_png=grab_to_png)
 
 
 @pytest.fixture

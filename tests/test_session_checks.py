@@ -1,4 +1,5 @@
 """The shared session-value checks: what each accepts, what it refuses, and the one sentence it says."""
+
 from __future__ import annotations
 
 import math
@@ -121,11 +122,18 @@ def test_a_huge_bad_value_is_cut_short_to_one_short_line() -> None:
     assert shown(value) in message and shown("x" * 1000) != repr("x" * 1000)
 
 
-@pytest.mark.parametrize("check, args, bad", [
-    (whole, ("many", "anchors", 1, 128), "'many'"), (number, ("many", "anchors"), "'many'"), (flag, (2, "anchors"), "2"),
-    (text, (1, "anchors"), "1"), (choice, ("many", "anchors", ("a",)), "'many'"), (mapping, ("many", "anchors"), "'many'"),
-    (named, ({"many": 1}, "anchors", ("a",)), "'many'"),
-])
+@pytest.mark.parametrize(
+    "check, args, bad",
+    [
+        (whole, ("many", "anchors", 1, 128), "'many'"),
+        (number, ("many", "anchors"), "'many'"),
+        (flag, (2, "anchors"), "2"),
+        (text, (1, "anchors"), "1"),
+        (choice, ("many", "anchors", ("a",)), "'many'"),
+        (mapping, ("many", "anchors"), "'many'"),
+        (named, ({"many": 1}, "anchors", ("a",)), "'many'"),
+    ],
+)
 def test_every_sentence_names_the_key_and_the_bad_value(check, args, bad: str) -> None:
     message = refused(check, *args)
     assert "anchors" in message and re.search(rf"(^|\s){re.escape(bad)}(\s|$)", message), message

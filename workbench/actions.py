@@ -1,8 +1,9 @@
 """One registry of actions: the menus, the shortcuts and the command palette all read it."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QWidget

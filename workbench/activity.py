@@ -1,4 +1,5 @@
 """The status bar's activity list: one row per running job, with its progress and a Cancel button."""
+
 from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget

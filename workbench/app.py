@@ -1,4 +1,5 @@
 """Start the GUI: QApplication, the qasync event loop, the main window."""
+
 from __future__ import annotations
 
 import asyncio
@@ -76,6 +77,7 @@ def run_gui(files: list[str] | None = None, startup_probe: bool = False) -> int:
     from PySide6.QtCore import QTimer
 
     if startup_probe:
+
         def report_shown() -> None:
             print(f"shown {time.perf_counter() - T0:.3f}", flush=True)
             QTimer.singleShot(0, report_panel)

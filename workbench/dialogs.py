@@ -1,4 +1,5 @@
 """Preferences and About. Both open non-modally-blocking (``open()``), never ``exec()``."""
+
 from __future__ import annotations
 
 import platform
@@ -71,8 +72,8 @@ class PreferencesDialog(QDialog):
 def version_table(torch_info: dict[str, Any] | None) -> dict[str, str]:
     """Versions shown in About; torch facts arrive from the background warm-up job."""
     import numpy
-    import PySide6
     import pyqtgraph
+    import PySide6
 
     rows = {
         "Workbench": __version__,

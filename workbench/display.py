@@ -1,4 +1,5 @@
 """Find a screen to draw on: the user's, a private Xvfb (OpenGL works there), or offscreen."""
+
 from __future__ import annotations
 
 import atexit

@@ -3,7 +3,11 @@
 One `JobRunner` per panel: a new run cancels the old one and the old one's late results are
 dropped. CPU work shares a small thread pool; GPU work goes through one single-worker executor so
 two panels never fight over the device. Progress crosses back with ``call_soon_threadsafe``.
+
+Torch's threads are set here, once, before the first job's work (``JobManager.threads``, the
+preference): the one place the window does it, so no panel or engine call has to.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,12 +16,13 @@ import itertools
 import logging
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import Cancelled, CancelToken, EngineError, configure_threads
 
 log = logging.getLogger("workbench.jobs")
 
@@ -46,8 +51,9 @@ class JobManager(QObject):
     jobRemoved = Signal(int)
     unexpectedError = Signal(str, str)  # message, traceback text
 
-    def __init__(self, parent: QObject | None = None, cpu_workers: int = 3) -> None:
+    def __init__(self, parent: QObject | None = None, cpu_workers: int = 3, threads: int | None = None) -> None:
         super().__init__(parent)
+        self.threads = threads  # torch's threads for every job; None: WORKBENCH_THREADS, else all cores but one
         self._cpu = concurrent.futures.ThreadPoolExecutor(max_workers=cpu_workers, thread_name_prefix="wb-cpu")
         self._gpu = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-gpu")
         self.running: dict[int, Job] = {}
@@ -57,7 +63,7 @@ class JobManager(QObject):
     def executor(self, gpu: bool) -> concurrent.futures.Executor:
         return self._gpu if gpu else self._cpu
 
-    def runner(self, name: str) -> "JobRunner":
+    def runner(self, name: str) -> JobRunner:
         runner = JobRunner(self, name, parent=self)
         self.runners.append(runner)
         return runner
@@ -128,7 +134,7 @@ class JobRunner(QObject):
             return job
         self.current = job
         # What loop.run_in_executor does, keeping the concurrent future for blocking waits at exit.
-        job.future = self.manager.executor(gpu).submit(self._call, work, job)
+        job.future = self.manager.executor(gpu).submit(self._call, work, job, self.manager.threads)
         asyncio.wrap_future(job.future, loop=loop).add_done_callback(lambda f, j=job: self._on_done(j, f))
         self.manager.running[job_id] = job
         self.manager.jobAdded.emit(job, self)
@@ -136,8 +142,9 @@ class JobRunner(QObject):
         return job
 
     @staticmethod
-    def _call(work: Callable[[Job], Any], job: Job) -> Any:
+    def _call(work: Callable[[Job], Any], job: Job, threads: int | None) -> Any:
         job.cancel.raise_if_cancelled()
+        configure_threads(threads)  # the first job sets them (a bad WORKBENCH_THREADS fails it); later ones only read
         return work(job)
 
     def cancel(self) -> None:

@@ -1,4 +1,5 @@
 """Notifications and log: every warning and unexpected error, with its traceback one click away."""
+
 from __future__ import annotations
 
 import logging

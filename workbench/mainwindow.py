@@ -3,12 +3,14 @@
 Panels are created lazily, the first time their dock is shown (or a file, session or run needs
 them), so the first paint never waits for a panel's imports.
 """
+
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
@@ -85,6 +87,7 @@ class MainWindow(QMainWindow):
         self.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
         self.settings = settings or Settings()
         self.jobs = jobs or JobManager(self)
+        self.jobs.threads = int(self.settings.preference("threads")) or None  # set by the job runner, before the first job
         self.registry = ActionRegistry(self)
         self.torch_info: dict[str, Any] | None = None
         self.session_path: Path | None = None
@@ -161,8 +164,10 @@ class MainWindow(QMainWindow):
     def _make_panel(self, name: str):
         from panels import PanelContext, load_panel
 
+        from .screenshot import grab_to_png
+
         t0 = time.perf_counter()
-        panel = load_panel(name, PanelContext(self.jobs, self.settings, self.add_recent))
+        panel = load_panel(name, PanelContext(self.jobs, self.settings, self.add_recent, grab_to_png))
         log.debug("panel %s built in %.0f ms", name, 1000 * (time.perf_counter() - t0))
         self._add_export_actions(name, panel)
         return panel
@@ -406,21 +411,13 @@ class MainWindow(QMainWindow):
 
     # Torch warm-up (after the first paint) -------------------------------------------------
     def start_warmup(self) -> JobRunner:
-        """Import torch and set its threads in a worker, then show the device in the status bar;
-        the runner lets a headless caller wait for it."""
-        threads = int(self.settings.preference("threads")) or None
+        """Import torch in a worker (the job runner sets its threads first), then show the device in the
+        status bar; the runner lets a headless caller wait for it."""
         set_device_preference(self.settings.preference("device"))
-
-        def warm(job):
-            from engines.core import configure_threads
-
-            configure_threads(threads)
-            return describe_device()
-
         runner = self.jobs.runner("shell")
         runner.finished.connect(self.torchReady.emit)
         runner.failed.connect(self._on_torch_failed)
-        runner.start(warm, "Loading torch")
+        runner.start(lambda job: describe_device(), "Loading torch")
         return runner
 
     def _on_torch_failed(self, message: str) -> None:

@@ -1,4 +1,5 @@
 """The command palette (Ctrl+Shift+P): type to filter every registered action, Enter runs it."""
+
 from __future__ import annotations
 
 from PySide6.QtCore import Qt

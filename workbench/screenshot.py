@@ -1,4 +1,5 @@
 """Write what a widget shows (OpenGL views included) to a PNG, atomically."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Session files (``*.wbsession.json``): every panel's parameters and inputs, in one JSON object."""
+
 from __future__ import annotations
 
 import json

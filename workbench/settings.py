@@ -2,6 +2,7 @@
 
 Tests point ``WORKBENCH_CONFIG_DIR`` at a temporary folder so each one starts clean.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,6 +70,10 @@ class Settings:
 
     def last_dir(self) -> str:
         return str(self.q.value("dirs/last", str(Path.home())))
+
+    def data_folder(self, name: str) -> Path:
+        """A folder of the app's own next to this settings file, for files a panel makes (trained runs)."""
+        return self.path.parent / name
 
     # Preferences ----------------------------------------------------------------------------
     def preference(self, key: str) -> Any:

@@ -1,4 +1,5 @@
 """Dark and light themes: Fusion style with a palette, and matching pyqtgraph colours."""
+
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QPalette

@@ -2,6 +2,7 @@
 
 Importing this package stays cheap (no torch): the torch-backed names load on first use.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """One attention API over five backends, with Paddle's ``flashmask_attention`` mask semantics."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +7,8 @@ import torch
 
 from engines.core import EngineError
 
+from .params import BACKENDS
 from .representation import FlashMask, as_mask, make_mask
-
-BACKENDS = ("reference", "sdpa_dense", "blocksparse", "flex", "triton")  # autograd: reference, blocksparse, triton
 
 
 def flashmask_attention(

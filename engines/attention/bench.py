@@ -5,6 +5,7 @@ Default suite (``make bench``): B=1 H=8 D=64 fp32 N=8192, every library mask, ``
 with rho >= 0.5, and its speed-up over its own full-mask time >= 80% of 1/(1-rho) (a mask with
 rho = 1 has an infinite ideal and is not judged on that goal; see ``check_goals``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from typing import Any
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, scaled
 
 from . import library
-from .timing import TimingReport, TimingSettings, time_cases
+from .params import TimingSettings
+from .timing import TimingReport, time_cases
 
 GOAL_RHO = 0.5
 GOAL_PCT_IDEAL = 80.0
@@ -112,19 +114,25 @@ def format_table(report: TimingReport, goals: dict[str, Any]) -> str:
     lines = [line.replace("  nan", "     ") for line in lines]
     lines.append("")
     lines.append("ratios from medians, and in [brackets] from each backend's fastest repeat (least disturbed by other processes)")
-    lines.append(f"goals: blocksparse faster than flex where rho >= {GOAL_RHO}; speed-up over its own full-mask time >= {GOAL_PCT_IDEAL:.0f}% of 1/(1-rho)")
+    lines.append(
+        f"goals: blocksparse faster than flex where rho >= {GOAL_RHO}; speed-up over its own full-mask time >= {GOAL_PCT_IDEAL:.0f}% of 1/(1-rho)"
+    )
     for name, g in goals["masks"].items():
         flex = (
             f"x{g['speedup_vs_flex']:.2f} [x{g['speedup_vs_flex_best']:.2f}] vs flex"
-            + ("" if g["rho"] < GOAL_RHO else f" ({'ok' if g['faster_than_flex'] else 'MISSED'} [{'ok' if g['faster_than_flex_best'] else 'MISSED'}])")
-            if "speedup_vs_flex" in g else "flex not timed"
+            + (
+                ""
+                if g["rho"] < GOAL_RHO
+                else f" ({'ok' if g['faster_than_flex'] else 'MISSED'} [{'ok' if g['faster_than_flex_best'] else 'MISSED'}])"
+            )
+            if "speedup_vs_flex" in g
+            else "flex not timed"
         )
         if g["pct_of_ideal"] is None and g["pct_of_ideal_best"] is None:
             ideal = "all tiles skipped: no share of an infinite ideal (not judged)"
         else:
             ideal = (
-                f"{_pct(g['pct_of_ideal'])} [{_pct(g['pct_of_ideal_best'])}] of ideal "
-                f"({_verdict(g['ideal_ok'])} [{_verdict(g['ideal_ok_best'])}])"
+                f"{_pct(g['pct_of_ideal'])} [{_pct(g['pct_of_ideal_best'])}] of ideal ({_verdict(g['ideal_ok'])} [{_verdict(g['ideal_ok_best'])}])"
             )
         lines.append(f"  {name:17} rho {g['rho']:.3f}  {flex:40}  {ideal}")
     return "\n".join(lines)

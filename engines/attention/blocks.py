@@ -11,6 +11,7 @@ vector (8 small vectors). A query tile [r0, r1) against a column block is
 
 rho is the fraction of fully masked tiles.
 """
+
 from __future__ import annotations
 
 import math

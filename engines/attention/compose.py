@@ -5,6 +5,7 @@ Each column's masked rows are at most three intervals per mask (causal part, [LT
 column; membership is constant on each, so the result's masked runs come out in O(N_k) and go
 through the same form chooser as ``from_dense`` (with its error when no form holds them).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ merge the pieces exactly. Its backward op takes the merged output and log-sum-ex
 range's gradient comes out exact as well. Being private, both are wrapped here and tested
 (``tests/engines/attention/test_cpu_flash.py``); a torch upgrade that changes them fails there.
 """
+
 from __future__ import annotations
 
 import torch

@@ -3,6 +3,7 @@
 Dense masks are what users have today (and what ``sdpa_dense`` and ``reference`` consume);
 ``from_dense`` finds the smallest FlashMask form for one, or names the first column it cannot hold.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -23,8 +24,7 @@ def to_dense(mask: FlashMask, max_elements: int = MAX_DENSE_ELEMENTS) -> np.ndar
     elements = mask.n_q * mask.n_k * mask.batch * mask.heads
     if elements > max_elements:
         raise EngineError(
-            f"a dense {mask.n_q} x {mask.n_k} mask ({elements / 1e6:.0f} M elements) is too large to "
-            "materialise; use the downsampled view instead"
+            f"a dense {mask.n_q} x {mask.n_k} mask ({elements / 1e6:.0f} M elements) is too large to materialise; use the downsampled view instead"
         )
     return mask.intervals().allowed_rows(np.arange(mask.n_q))
 

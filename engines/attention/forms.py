@@ -3,6 +3,7 @@
 Used by ``from_dense`` (runs read off a dense mask) and ``compose`` (runs computed from two
 masks' intervals). Errors name the first column that no form can hold.
 """
+
 from __future__ import annotations
 
 import numpy as np

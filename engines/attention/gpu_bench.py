@@ -8,6 +8,7 @@ the comparison is kernel against kernel. Times are CUDA-event medians after warm
 counted per visible element (the paper's sparsity-aware count) and per dense N² as well. Goal
 (spec): triton reaches at least FlexAttention's TFLOP/s on every library mask at N = 8K-32K.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,22 +78,30 @@ def run(ns: list[int], heads: int, dim: int, batch: int, repeats: int, warmup: i
                 out = flex(qg, kg, vg, block_mask=bm)
                 out.backward(grad)
 
-            err_rows = {"triton": sampled_error(q.float(), k.float(), v.float(), mask, tri_fwd().float()),
-                        "flex": sampled_error(q.float(), k.float(), v.float(), mask, flex_fwd().float())}
+            err_rows = {
+                "triton": sampled_error(q.float(), k.float(), v.float(), mask, tri_fwd().float()),
+                "flex": sampled_error(q.float(), k.float(), v.float(), mask, flex_fwd().float()),
+            }
             visible = stats.visible_elements * heads * batch
             dense = batch * heads * n * n
             for backend, fwd, both in (("triton", tri_fwd, tri_fwd_bwd), ("flex", flex_fwd, flex_fwd_bwd)):
                 t_fwd = statistics.median(_time_cuda(fwd, repeats, warmup))
                 t_both = statistics.median(_time_cuda(both, repeats, warmup))
-                rows.append({
-                    "n": n, "mask": name, "rho": stats.rho, "backend": backend,
-                    "fwd_ms": t_fwd, "fwd_bwd_ms": t_both,
-                    # forward: 4 d flops per score element; backward: 2.5x that (5 matmuls vs 2)
-                    "fwd_tflops_element": 4 * dim * visible / (t_fwd * 1e-3) / 1e12,
-                    "fwd_bwd_tflops_element": 14 * dim * visible / (t_both * 1e-3) / 1e12,
-                    "fwd_tflops_dense": 4 * dim * dense / (t_fwd * 1e-3) / 1e12,
-                    "max_error_bf16": err_rows[backend],
-                })
+                rows.append(
+                    {
+                        "n": n,
+                        "mask": name,
+                        "rho": stats.rho,
+                        "backend": backend,
+                        "fwd_ms": t_fwd,
+                        "fwd_bwd_ms": t_both,
+                        # forward: 4 d flops per score element; backward: 2.5x that (5 matmuls vs 2)
+                        "fwd_tflops_element": 4 * dim * visible / (t_fwd * 1e-3) / 1e12,
+                        "fwd_bwd_tflops_element": 14 * dim * visible / (t_both * 1e-3) / 1e12,
+                        "fwd_tflops_dense": 4 * dim * dense / (t_fwd * 1e-3) / 1e12,
+                        "max_error_bf16": err_rows[backend],
+                    }
+                )
                 print(f"{n:6} {name:17} {backend:7} fwd {t_fwd:8.2f} ms  fwd+bwd {t_both:8.2f} ms", file=sys.stderr, flush=True)
     for row in rows:
         peer = next(r for r in rows if r["n"] == row["n"] and r["mask"] == row["mask"] and r["backend"] == "flex")
@@ -100,8 +109,13 @@ def run(ns: list[int], heads: int, dim: int, batch: int, repeats: int, warmup: i
         row["fwd_bwd_speedup_vs_flex"] = peer["fwd_bwd_ms"] / row["fwd_bwd_ms"]
     tri = [r for r in rows if r["backend"] == "triton"]
     return {
-        "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "heads": heads, "dim": dim, "batch": batch,
-        "dtype": "bfloat16", "rows": rows,
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "heads": heads,
+        "dim": dim,
+        "batch": batch,
+        "dtype": "bfloat16",
+        "rows": rows,
         "goal_triton_at_least_flex_tflops": all(r["fwd_speedup_vs_flex"] >= 1.0 and r["fwd_bwd_speedup_vs_flex"] >= 1.0 for r in tri),
     }
 

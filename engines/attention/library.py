@@ -5,17 +5,19 @@ ones take a seed). Document-like parameters are relative sizes ("1,1,2" is two q
 half), so they survive a change of ``n``. For column ``j`` inside a document spanning rows
 [s_j, e_j), the vectors follow the spec table in ``docs/attention.md``.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from engines.core import EngineError
 
-from .representation import MAX_N, FlashMask, check_length, full_mask, make_mask  # noqa: F401  (MAX_N: library.MAX_N for the panel)
+from .representation import FlashMask, check_length, full_mask, make_mask
 
 
 @dataclass(frozen=True)
@@ -188,13 +190,18 @@ MASKS: dict[str, MaskSpec] = {
         MaskSpec("full", "Full", "every row sees every key (no mask)", build_full),
         MaskSpec("causal", "Causal", "row i sees keys j <= i", build_causal),
         MaskSpec(
-            "sliding_window", "Sliding window", "causal, each row sees the last `window` keys and itself", build_sliding_window,
+            "sliding_window",
+            "Sliding window",
+            "causal, each row sees the last `window` keys and itself",
+            build_sliding_window,
             (Param("window", "int", lambda n: max(1, n // 8), "keys before the row that stay visible"),),
         ),
         MaskSpec("causal_document", "Causal document", "packed documents, causal inside each", build_causal_document, (_DOCS,)),
         MaskSpec("document", "Document", "packed documents, bidirectional inside each", build_document, (_DOCS,)),
         MaskSpec(
-            "shared_question", "Shared question", "samples of a question and answers; answers see the question, not each other",
+            "shared_question",
+            "Shared question",
+            "samples of a question and answers; answers see the question, not each other",
             build_shared_question,
             (
                 Param("samples", "int", lambda n: 2, "packed samples", 1),
@@ -203,7 +210,9 @@ MASKS: dict[str, MaskSpec] = {
             ),
         ),
         MaskSpec(
-            "global_sliding", "Global + sliding window", "bidirectional window plus global tokens at the start",
+            "global_sliding",
+            "Global + sliding window",
+            "bidirectional window plus global tokens at the start",
             build_global_sliding,
             (
                 Param("global_tokens", "int", lambda n: max(1, n // 64), "leading tokens that see and are seen by all"),
@@ -212,28 +221,40 @@ MASKS: dict[str, MaskSpec] = {
             ),
         ),
         MaskSpec(
-            "causal_blockwise", "Causal blockwise", "in-context demonstration blocks; the last block (the test) sees all",
+            "causal_blockwise",
+            "Causal blockwise",
+            "in-context demonstration blocks; the last block (the test) sees all",
             build_causal_blockwise,
             (Param("blocks", "sizes", lambda n: (1.0, 1.0, 1.0, 1.0, 2.0), "relative block lengths; the last is the test block"),),
         ),
         MaskSpec(
-            "prefix_lm", "Prefix-LM causal", "a bidirectional prefix, causal after it", build_prefix_lm,
+            "prefix_lm",
+            "Prefix-LM causal",
+            "a bidirectional prefix, causal after it",
+            build_prefix_lm,
             (Param("prefix", "int", lambda n: n // 4, "tokens in the bidirectional prefix"),),
         ),
         MaskSpec(
-            "prefix_document", "Prefix document", "packed documents, each with a bidirectional prefix then causal",
+            "prefix_document",
+            "Prefix document",
+            "packed documents, each with a bidirectional prefix then causal",
             build_prefix_document,
             (_DOCS, Param("prefix", "float", lambda n: 0.25, "fraction of each document that is its prefix", 0, 1)),
         ),
         MaskSpec(
-            "qk_sparse", "QK-sparse", "causal with a dropped key range that only later rows see", build_qk_sparse,
+            "qk_sparse",
+            "QK-sparse",
+            "causal with a dropped key range that only later rows see",
+            build_qk_sparse,
             (
                 Param("start", "int", lambda n: n // 4, "first dropped key"),
                 Param("length", "int", lambda n: n // 4, "dropped keys"),
             ),
         ),
         MaskSpec(
-            "random_eviction", "Random eviction", "causal KV cache that evicts keys at random later rows",
+            "random_eviction",
+            "Random eviction",
+            "causal KV cache that evicts keys at random later rows",
             build_random_eviction,
             (
                 Param("rate", "float", lambda n: 0.5, "probability that a key gets evicted", 0, 1),
@@ -293,4 +314,3 @@ def mask_spec(name: str) -> MaskSpec:
     if name not in MASKS:
         raise EngineError(f"unknown mask {name!r}; choose from {', '.join(MASKS)}")
     return MASKS[name]
-

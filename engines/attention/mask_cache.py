@@ -12,12 +12,14 @@ its plan: 12 ms of a 150 ms sliding-window call, 186 ms of a random-eviction one
 also bounded by their bytes, because one plan can hold large piece masks (random eviction at
 N = 8192: 129 MiB).
 """
+
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Callable, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 from .representation import FlashMask
 

@@ -11,6 +11,7 @@ shape ``[B, H or 1, N_k, C]``):
 With ``N_q != N_k`` the causal diagonal is aligned to the bottom-right corner: row ``i`` may see
 column ``j`` only when ``j <= i + (N_k - N_q)``. Everything here is NumPy and O(N): no dense mask.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ import numpy as np
 
 from engines.core import EngineError
 
-MAX_N = 1 << 20  # a million tokens: the vectors stay small, but keep typos from eating the memory
+from .params import MAX_N
+
 ALLOWED_C = {True: (1, 2), False: (2, 4)}
 COLUMN_NAMES = {(True, 1): ("LTS",), (True, 2): ("LTS", "LTE"), (False, 2): ("LTS", "UTE"), (False, 4): ("LTS", "LTE", "UTS", "UTE")}
 
@@ -58,7 +60,7 @@ class FlashMask:
     def column_names(self) -> tuple[str, ...]:
         return COLUMN_NAMES[(self.causal, self.c)]
 
-    def intervals(self) -> "Intervals":
+    def intervals(self) -> Intervals:
         """The two masked row intervals of every column, whatever C is (empty ones become [n_q, n_q))."""
         x = self.indices.astype(np.int64)
         n = self.n_q
@@ -127,7 +129,7 @@ class Intervals:
             hidden |= j > i + self.offset
         return ~hidden
 
-    def head(self, b: int = 0, h: int = 0) -> "HeadIntervals":
+    def head(self, b: int = 0, h: int = 0) -> HeadIntervals:
         if not (0 <= b < self.lts.shape[0] and 0 <= h < self.lts.shape[1]):
             raise EngineError(f"the mask has no batch {b} / head {h}")
         return HeadIntervals(self.causal_end(), self.lts[b, h], self.lte[b, h], self.uts[b, h], self.ute[b, h], self.offset, self.causal)
@@ -185,9 +187,7 @@ def make_mask(indices, causal: bool, n_q: int | None = None) -> FlashMask:
     if arr.min() < 0 or arr.max() > n_q:
         bad = np.argwhere((arr < 0) | (arr > n_q))[0]
         name = COLUMN_NAMES[(causal, c)][bad[3]]
-        raise EngineError(
-            f"column {bad[2]}{_where(bad, b, h)}: {name}={int(arr[tuple(bad)])} is outside the rows 0..{n_q}"
-        )
+        raise EngineError(f"column {bad[2]}{_where(bad, b, h)}: {name}={int(arr[tuple(bad)])} is outside the rows 0..{n_q}")
     pairs = [(0, 1)] if (causal and c == 2) else ([(0, 1), (2, 3)] if c == 4 else [])
     for s, e in pairs:
         inverted = arr[..., s] > arr[..., e]

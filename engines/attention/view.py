@@ -4,6 +4,7 @@ A request says where the mask comes from (a library preset, edited vectors, a pa
 or a composition of two presets); the view holds the mask, its readouts, a heat map sampled at
 screen resolution (never N²), the tile kinds for the overlay and the vectors for the plots.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from . import library
 from .blocks import MaskStats, classify, mask_stats
 from .compose import compose
 from .dense import density_image, from_dense
+from .params import TILE_RANGE
 from .representation import FlashMask, make_mask
 
 PAINT_MAX = 256  # largest N for which the exact dense mask travels to the panel for painting
@@ -85,8 +87,8 @@ def resolve(request: MaskRequest) -> tuple[str, dict[str, Any], FlashMask]:
 
 
 def analyze(request: MaskRequest, tile: int = 128, pixels: int = VIEW_PIXELS) -> MaskView:
-    if not 1 <= tile <= 1 << 16:
-        raise EngineError(f"tile size {tile} must be between 1 and 65536")
+    if not TILE_RANGE[0] <= tile <= TILE_RANGE[1]:
+        raise EngineError(f"tile size {tile} must be between {TILE_RANGE[0]} and {TILE_RANGE[1]}")
     name, params, mask = resolve(request)
     stats = mask_stats(mask, tile, tile)
     t_q, t_k = -(-mask.n_q // tile), -(-mask.n_k // tile)

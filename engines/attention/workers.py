@@ -5,14 +5,16 @@ machine a barrier waits for a descheduled sibling thread, so hundreds of small c
 milliseconds each. Instead, worker threads that each run torch single-threaded pull tiles from a
 shared queue (the ops release the GIL): a stalled worker only delays its own tile.
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import os
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 import torch
 
@@ -100,4 +102,3 @@ def run_items(fn: Callable[[T], None], items: Sequence[T]) -> None:
     for future in [_workers(n).submit(drain) for _ in range(min(n, len(items)))]:
         future.result()
     cancel.raise_if_cancelled()
-

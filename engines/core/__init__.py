@@ -2,6 +2,7 @@
 
 Importing this package must stay cheap: no torch, no open3d at import time.
 """
+
 from .atomic import atomic_path, atomic_write, write_bytes, write_json, write_text
 from .device import (
     configure_threads,
@@ -35,6 +36,7 @@ __all__ = [
     "device",
     "device_preference",
     "from_dict",
+    "json_loads",
     "no_progress",
     "pool_worker_setup",
     "resource_path",

@@ -2,14 +2,16 @@
 
 Write to a temporary file in the same folder, flush it to disk, then rename over the target.
 """
+
 from __future__ import annotations
 
 import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from .errors import EngineError
 

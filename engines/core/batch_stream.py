@@ -8,6 +8,7 @@ while it runs (a curriculum's share, say), read by the producer between batches.
 ``workers=0`` the same generator runs in this process, so a run's data does not depend on the
 choice (with a knob, up to when a change is seen: prefetched batches were made before it).
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -40,8 +41,9 @@ def _produce(produce: Callable[..., Iterator[Any]], args: tuple, knob, chunk: in
 class BatchStream:
     """Yields what ``produce(*args, knob)`` yields; ``workers=1`` runs it in a background process."""
 
-    def __init__(self, produce: Callable[..., Iterator[Any]], args: tuple = (), workers: int = 1, knob: float = 0.0,
-                 chunk: int = 1, prefetch: int = 3) -> None:
+    def __init__(
+        self, produce: Callable[..., Iterator[Any]], args: tuple = (), workers: int = 1, knob: float = 0.0, chunk: int = 1, prefetch: int = 3
+    ) -> None:
         if workers not in (0, 1):
             raise EngineError("training uses 0 or 1 data workers")
         self._produce, self._args, self._chunk = produce, args, chunk
@@ -80,7 +82,7 @@ class BatchStream:
             self._queue.cancel_join_thread()
             self._queue = None
 
-    def __enter__(self) -> "BatchStream":
+    def __enter__(self) -> BatchStream:
         return self
 
     def __exit__(self, *exc) -> None:

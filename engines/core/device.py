@@ -2,6 +2,7 @@
 
 torch is imported lazily: importing this module must stay cheap (start-up path).
 """
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ starts), Python's per-module import locks can hand one of them a partly initiali
 'pydantic._internal._validators'" (seen in a segmentation screenshot run). Importing under one
 lock makes the second thread wait for the first import to finish.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -7,11 +7,12 @@ number could move: a percentile bootstrap over the scenes (paired where two meth
 same scenes) and Wilson intervals for solve rates. The targets are still judged on the numbers
 themselves.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -46,8 +47,15 @@ def statistic_interval(n: int, statistic: Callable[[np.ndarray], float], seed: i
         return NO_INTERVAL
     from scipy.stats import bootstrap
 
-    result = bootstrap((np.arange(n),), statistic, vectorized=False, n_resamples=resamples, method="percentile",
-                       confidence_level=CONFIDENCE, rng=np.random.default_rng(seed))
+    result = bootstrap(
+        (np.arange(n),),
+        statistic,
+        vectorized=False,
+        n_resamples=resamples,
+        method="percentile",
+        confidence_level=CONFIDENCE,
+        rng=np.random.default_rng(seed),
+    )
     ci = result.confidence_interval
     return Interval(float(ci.low), float(ci.high))
 

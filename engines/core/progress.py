@@ -1,9 +1,10 @@
 """Progress and cancellation protocol shared by every engine and both front ends."""
+
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import Cancelled
 

@@ -1,4 +1,5 @@
 """Where shipped checkpoints, sample data and icons live (``resources/`` at the project root)."""
+
 from __future__ import annotations
 
 import os

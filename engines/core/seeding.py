@@ -1,4 +1,5 @@
 """One call to make a run repeatable."""
+
 from __future__ import annotations
 
 import random

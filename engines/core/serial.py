@@ -1,4 +1,11 @@
-"""One JSON format for parameters and results: session files, CLI --json and GUI jobs share it."""
+"""One JSON format for parameters and results: session files, CLI --json and GUI jobs share it.
+
+Two field metadata entries let a dataclass describe a JSON object whose rules are not its types:
+``KEY`` names the JSON key when it cannot be the field's name ("class"), and ``CHECK`` is a
+callable that reads the field's value instead of its type (a session's ranges and choices); its
+``ValueError`` is the one sentence the user reads.
+"""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,12 +22,18 @@ import numpy as np
 from .errors import EngineError
 
 T = TypeVar("T")
+KEY = "json_key"
+CHECK = "check"
+
+
+def _key(f: dataclasses.Field) -> str:
+    return f.metadata.get(KEY, f.name)
 
 
 def to_jsonable(obj: Any) -> Any:
     """Turn dataclasses, NumPy values, paths and enums into plain JSON values (NaN becomes null)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.repr}
+        return {_key(f): to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.repr}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -56,21 +69,34 @@ def _build(cls: type[T], data: Any, path: str) -> T:
         if path:
             raise EngineError(f"field {path!r} must be an object ({cls.__name__}), got {_describe(data)}")
         raise EngineError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {_key(f): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise EngineError(f"unknown {cls.__name__} field(s){where}: {', '.join(unknown)}")
-    missing = [name for name, f in fields.items() if name not in data and f.init
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in data and f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise EngineError(f"{cls.__name__}{where} lacks the field(s) {', '.join(repr(m) for m in missing)}")
     hints = typing.get_type_hints(cls)
     prefix = f"{path}." if path else ""
-    kwargs = {name: _coerce(hints.get(name, Any), value, prefix + name) for name, value in data.items()}
+    kwargs = {fields[key].name: _read(fields[key], hints.get(fields[key].name, Any), value, prefix + key) for key, value in data.items()}
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise EngineError(f"invalid {cls.__name__}{where}: {exc}") from exc
+
+
+def _read(f: dataclasses.Field, tp: Any, value: Any, name: str) -> Any:
+    check = f.metadata.get(CHECK)
+    if check is None:
+        return _coerce(tp, value, name)
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
 
 
 def _describe(value: Any) -> str:

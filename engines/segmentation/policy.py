@@ -256,12 +256,11 @@ def _ppo_update(net, optimizer, eps: list[dict], params: PolicyTrainParams, gen)
 
 def training_room(seed: int, agent: AgentParams = AgentParams()) -> _Room:
     """A procedural room with planes removed and anchors placed, as the pipeline prepares a scene."""
-    from .pipeline import SegmentParams
-    from .planes import farthest_point_anchors, remove_planes
+    from .planes import PlaneParams, farthest_point_anchors, remove_planes
     from .scenes import generate_scene
 
     scene = generate_scene(seed)
-    keep, _, floor_z = remove_planes(scene.points.astype(np.float64), SegmentParams().planes, seed)
+    keep, _, floor_z = remove_planes(scene.points.astype(np.float64), PlaneParams(), seed)  # the pipeline's default planes
     obj = scene.points[keep].astype(np.float64)  # points only: the instance ids stay in the scene
     return _Room(obj, floor_z, farthest_point_anchors(obj, agent.anchors), agent.height)
 

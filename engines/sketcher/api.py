@@ -2,6 +2,7 @@
 
 Kept free of torch at import time; the model is loaded (once) on first use.
 """
+
 from __future__ import annotations
 
 import threading
@@ -13,8 +14,9 @@ import numpy as np
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, resource_path, write_text
 
 from .language import parse
+from .params import SearchParams
 from .render import DEFAULT_SIZE, check_size, render
-from .search import SearchParams, SearchResult, solve
+from .search import SearchResult, solve
 
 _lock = threading.Lock()
 _models: dict[str, object] = {}
@@ -34,9 +36,6 @@ def load_model(path: str | Path | None = None):
     key = str(path.resolve())
     with _lock:
         if key not in _models:
-            from engines.core import configure_threads
-
-            configure_threads()
             model = build_model(load_checkpoint(path))
             model.eval()
             _models[key] = model
@@ -60,13 +59,18 @@ class SolveRequest:
     checkpoint: str = ""
 
 
-def solve_target(target: np.ndarray, request: SolveRequest = SolveRequest(), progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, on_update=None) -> SearchResult:
-    """Convert a (64, 64) ink mask into a program."""
+def solve_target(
+    target: np.ndarray,
+    request: SolveRequest = SolveRequest(),
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken = NEVER_CANCELLED,
+    partial=None,
+) -> SearchResult:
+    """Convert a (64, 64) ink mask into a program (``partial`` as in ``search.solve``)."""
     if target.shape != (DEFAULT_SIZE, DEFAULT_SIZE):
         raise EngineError(f"the target must be {DEFAULT_SIZE}x{DEFAULT_SIZE} (load pictures with load_target)")
-    request.params.check()  # before the proposer seeds its generator with them
     proposer = make_proposer(request.proposer, request.params.seed, request.params.temperature, request.checkpoint or None)
-    return solve(target, proposer, request.params, progress, cancel, on_update)
+    return solve(target, proposer, request.params, progress, cancel, partial)
 
 
 def png_path(out: str | Path) -> Path:

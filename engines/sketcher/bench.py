@@ -6,6 +6,7 @@ when the foreground IoU reaches 0.98 at 64x64 (the paper's mean of foreground an
 is reported too). Sketch-style targets are the same kind of programs drawn by hand; there the
 found program's clean render is compared with the clean target (IoU >= 0.9 counts).
 """
+
 from __future__ import annotations
 
 import random
@@ -19,42 +20,45 @@ from engines.core.intervals import Interval, proportion_interval
 
 from .edits import random_program
 from .language import parse
-from .polish import POLISH_AFTER
-from .render import foreground_iou, mean_iou, render
-from .search import SearchParams, SearchResult, solve
+from .params import PROPOSERS, SearchParams
+from .render import foreground_iou, render
+from .search import SearchResult, solve
 from .sketch import sketch_render
 from .vocab import Tokens
 
 SOLVED_IOU = 0.98
 SKETCH_OK_IOU = 0.9
-METHODS = ("model", "random")
+METHODS = PROPOSERS  # the edit model against the random-mutation baseline
+_SEARCH = SearchParams()  # the defaults of one search
 
 
 @dataclass(frozen=True)
 class BenchParams:
     targets: int = 20  # per primitive count
     primitives: tuple[int, int] = (1, 4)
-    budget: int = 2000
-    beam: int = 16
-    proposals: int = 8
+    budget: int = _SEARCH.budget
+    beam: int = _SEARCH.beam
+    proposals: int = _SEARCH.proposals
     sketch_targets: int = 0
     seed: int = 2025
     checkpoint: str = ""
-    polish_after: int = POLISH_AFTER
+    polish_after: int = _SEARCH.polish_after
     residual: bool = True
 
     def search(self, style: str) -> SearchParams:
         """The search every target of one style gets (its seed is set per target)."""
-        return SearchParams(budget=self.budget, beam=self.beam, proposals=self.proposals, style=style,
-                            polish_after=self.polish_after, residual=self.residual)
+        return SearchParams(
+            budget=self.budget, beam=self.beam, proposals=self.proposals, style=style, polish_after=self.polish_after, residual=self.residual
+        )
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         lo, hi = self.primitives
         if not 1 <= lo <= hi <= 12:
             raise EngineError("primitives must be a range within 1-12, e.g. 1-4")
         if not 1 <= self.targets <= 10000 or not 0 <= self.sketch_targets <= 10000:
             raise EngineError("targets must be 1 to 10000 (sketch targets 0 to 10000)")
         check_seed(self.seed)
+        self.search("auto")  # the search's own ranges, before any target is drawn
 
 
 def bench_targets(n_primitives: int, count: int, seed: int) -> list[Tokens]:
@@ -96,7 +100,6 @@ def curve(renders_at_solve: list[int | None], budget: int, points: int = 20) -> 
 def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict:
     from .api import make_proposer
 
-    params.check()
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
     search = params.search("filled")
@@ -123,9 +126,7 @@ def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: C
     overall = {method: _row(all_results[method], params.budget) for method in METHODS}
     for row in overall.values():
         row.pop("renders_at_solve")
-    curves = {
-        method: curve([r.renders if r.iou >= SOLVED_IOU else None for r in all_results[method]], params.budget) for method in METHODS
-    }
+    curves = {method: curve([r.renders if r.iou >= SOLVED_IOU else None for r in all_results[method]], params.budget) for method in METHODS}
     result = {
         "params": {**params.__dict__, "primitives": f"{lo}-{hi}"},
         "per_primitives": per_count,
@@ -173,7 +174,9 @@ def table(result: dict) -> str:
     for n, row in result["per_primitives"].items():
         m, b = row["model"], row["random"]
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
-        lines.append(f"{n:>10} {m['solve_rate']:>8.2%} {b['solve_rate']:>8.2%} {ratio:>7} {m['mean_iou']:>10.3f} {m['mean_paper_iou']:>10.3f} {m['median_seconds']:>8.2f}")
+        lines.append(
+            f"{n:>10} {m['solve_rate']:>8.2%} {b['solve_rate']:>8.2%} {ratio:>7} {m['mean_iou']:>10.3f} {m['mean_paper_iou']:>10.3f} {m['median_seconds']:>8.2f}"
+        )
     o = result["overall"]
     lines.append(f"{'all':>10} {o['model']['solve_rate']:>8.2%} {o['random']['solve_rate']:>8.2%}")
     lines.append("95% intervals (Wilson): " + ", ".join(f"{m} {Interval(*o[m]['solve_rate_ci95']).text('.1%')}" for m in METHODS))
@@ -182,9 +185,11 @@ def table(result: dict) -> str:
         lines.append(f"  {r:>6} renders: {m:6.2%} / {b:6.2%}")
     if "sketch" in result:
         s = result["sketch"]
-        lines.append(f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%} "
-                     f"{Interval(*s['model']['clean_iou_at_least_0.9_ci95']).text('.1%')}, random {s['random']['clean_iou_at_least_0.9']:.2%} "
-                     f"{Interval(*s['random']['clean_iou_at_least_0.9_ci95']).text('.1%')}")
+        lines.append(
+            f"sketch targets, clean IoU >= 0.9: model {s['model']['clean_iou_at_least_0.9']:.2%} "
+            f"{Interval(*s['model']['clean_iou_at_least_0.9_ci95']).text('.1%')}, random {s['random']['clean_iou_at_least_0.9']:.2%} "
+            f"{Interval(*s['random']['clean_iou_at_least_0.9_ci95']).text('.1%')}"
+        )
     return "\n".join(lines)
 
 

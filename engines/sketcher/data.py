@@ -4,6 +4,7 @@ Targets have 1-8 primitives (blank renders rejected); 20% of starts are fully ra
 A share of targets is drawn in the sketch style (the clean render stays the current state), so the
 model also reads hand drawings.
 """
+
 from __future__ import annotations
 
 import random

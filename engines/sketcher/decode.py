@@ -5,11 +5,13 @@ pointer only ranges over its tokens, and every token starts a node), and the rep
 decoded under a stack machine of grammar categories for that node's rule, with at most two
 primitives. Imports torch: load it lazily.
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -149,4 +151,3 @@ class ModelProposer:
             if done[r]:
                 out[owner[r]].append(Proposal(Edit(int(node[r]), tuple(replacement[r])), float(logp[r])))
         return out
-

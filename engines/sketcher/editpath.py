@@ -6,6 +6,7 @@ otherwise it is a small edit of the same rule that moves toward it: the target's
 its children kept when they are primitives and stood in for by their leftmost primitive when
 they are not. Repeating this reaches the target; one random step of the path is a training label.
 """
+
 from __future__ import annotations
 
 import random

@@ -4,6 +4,7 @@ An edit replaces the node that starts at token ``pos`` by a subtree of the same 
 "Small" follows the paper: a mutation picks a node holding at most 2 primitives (the primitive
 count is drawn uniformly first) and replaces it by a different random subtree of at most 2.
 """
+
 from __future__ import annotations
 
 import random

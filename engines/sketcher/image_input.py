@@ -5,6 +5,7 @@ differs from it; a caller that knows the paper (the panel's canvas: white) passe
 ink along the border cannot flip the picture. The picture is padded to a square, averaged down,
 and thresholded (lower for thin strokes, which averaging would otherwise wash out).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

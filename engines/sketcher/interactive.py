@@ -3,6 +3,7 @@
 Results carry ready-to-draw masks (numpy bool arrays) next to the numbers, so the panel only
 turns arrays into pictures.
 """
+
 from __future__ import annotations
 
 import random
@@ -26,7 +27,7 @@ from .vocab import ADD, ANG0, ANG_CHARS, CAT_NUM, CIRCLE, NUM0, NUM_CHARS, QUAD,
 @dataclass(frozen=True)
 class TreeNode:
     label: str
-    children: tuple["TreeNode", ...] = ()
+    children: tuple[TreeNode, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,16 +115,18 @@ def random_target(seed: int, primitives: int = 3) -> tuple[str, np.ndarray]:
             return to_text(program), mask
 
 
-def convert(target: np.ndarray, request: SolveRequest, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, partial=None) -> Conversion:
+def convert(
+    target: np.ndarray, request: SolveRequest, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, partial=None
+) -> Conversion:
     """Search for a program; stream gallery updates through ``partial`` while it runs."""
 
     sketch = is_sketch(target, request.params.style)
 
-    def on_update(candidates: tuple[Candidate, ...], renders: int) -> None:
+    def gallery(candidates: tuple[Candidate, ...], renders: int) -> None:
         if partial is not None:
             partial(GalleryUpdate(candidates, render_batch([parse(c.program) for c in candidates]), renders, sketch))
 
-    result = solve_target(target, request, progress, cancel, on_update)
+    result = solve_target(target, request, progress, cancel, gallery)
     best = render_batch([parse(c.program) for c in result.best])
     path = render_batch([parse(s.program) for s in result.path])
     return Conversion(target, result, best, path)

@@ -3,6 +3,7 @@
 ``to_text(parse(text)) == text`` for every valid program. Surrounding whitespace (a trailing
 newline from an editor) is ignored; inside a program the grammar is strict.
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,15 @@ from .vocab import ADD, ANG0, ANG_CHARS, CIRCLE, NUM0, NUM_CHARS, QUAD, SUB, Tok
 
 MAX_DEPTH = 100  # operators nested in one another: the tree walks recurse, and no drawing needs more
 
-_READABLE = {"$END": "the end of the program", "LPAR": "'('", "RPAR": "')'", "SPACE": "' '", "OP": "'+' or '-'", "NUM": "a number 0-F", "ANG": "an angle G-N"}
+_READABLE = {
+    "$END": "the end of the program",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "SPACE": "' '",
+    "OP": "'+' or '-'",
+    "NUM": "a number 0-F",
+    "ANG": "an angle G-N",
+}
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ The position is chosen by a pointer head (attention of the ``<edit>`` state over
 token states), so ``<pos i>`` names a node of the current program directly. A value head on the
 ``<edit>`` state predicts how many edits remain (log scale). Imports torch: load it lazily.
 """
+
 from __future__ import annotations
 
 import math
@@ -88,7 +89,7 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, cache: "KVCache | None" = None, layer: int = 0):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, cache: KVCache | None = None, layer: int = 0):
         b, t, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         if cache is not None:
@@ -123,7 +124,7 @@ class KVCache:
         self.length += self._pending
         self._pending = 0
 
-    def repeat_rows(self, k: int, capacity: int) -> "KVCache":
+    def repeat_rows(self, k: int, capacity: int) -> KVCache:
         """A cache with every row repeated k times (one copy per proposal), room for ``capacity``."""
         layers, rows, heads, _, hd = self.k.shape
         out = KVCache(layers, rows * k, heads, capacity, hd)
@@ -152,7 +153,15 @@ class EditModel(nn.Module):
         self.value = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
         self.register_buffer("cat_mask", category_mask_table(), persistent=False)
 
-    def embed(self, tokens: torch.Tensor, positions: torch.Tensor, pointer: torch.Tensor, pointed: torch.Tensor, image: tuple[torch.Tensor, torch.Tensor], anchors: torch.Tensor) -> torch.Tensor:
+    def embed(
+        self,
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        pointer: torch.Tensor,
+        pointed: torch.Tensor,
+        image: tuple[torch.Tensor, torch.Tensor],
+        anchors: torch.Tensor,
+    ) -> torch.Tensor:
         """Token + position + image vector (+ the image features at the token's primitive, where
         ``anchors`` (B, T, 3) holds its centre in [-1, 1] and a 0/1 flag); a ``<pos i>`` token also
         carries node i's token and place."""

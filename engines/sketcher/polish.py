@@ -5,6 +5,7 @@ The edit model sees its images at 32x32, so near the goal it often cannot tell w
 changed together. Rendering every small change of one number, and every +-1 change of two numbers
 of the same primitive, is cheap (about 240 renders for four primitives) and finishes those.
 """
+
 from __future__ import annotations
 
 from itertools import combinations

@@ -7,11 +7,12 @@ when its centre does (boundaries included); zero-area shapes are empty. ``+`` is
 subtraction, evaluated as a tree. All primitive masks of a batch are computed in one numpy pass
 when they fit a memory budget, else one at a time as the evaluation needs them.
 """
+
 from __future__ import annotations
 
 import functools
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

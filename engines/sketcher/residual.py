@@ -8,6 +8,7 @@ disc by area and by reach, quads along 0, 45 and 135 degrees by extent), and eac
 (missing) or subtracted from (extra) every node of the program, so the part can land under the
 operators that shape it. Removing either child of an operator is tried too.
 """
+
 from __future__ import annotations
 
 import math

@@ -12,54 +12,31 @@ The best candidates stream out after every round; the search stops at the goal, 
 or when cancelled. Parents are kept, so the edit path from the start to any candidate can be
 replayed.
 """
+
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, check_seed, no_progress
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress
 
 from .decode import Proposer
 from .edits import Edit, count_primitives, random_program
 from .language import parse, to_text
-from .polish import POLISH_AFTER, numeric_edits
-from .residual import RESIDUAL_FROM, residual_edits
+from .params import SearchParams
+from .polish import numeric_edits
 from .render import foreground_iou, mean_iou, render_batch
+from .residual import RESIDUAL_FROM, residual_edits
 from .similarity import looks_like_strokes, outline_distance, similarity
 from .vocab import CIRCLE, NUM0, QUAD, Tokens
 
 EMPTY_PROGRAM: Tokens = (CIRCLE, NUM0, NUM0, NUM0)  # "(Circle 0 0 0)": a radius-0 disc draws nothing
 LOGPROB_WEIGHT = 1e-3
 SIZE_PENALTY = 4e-3  # per primitive: of two programs that look alike, keep the simpler one
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    budget: int = 2000  # renderer calls
-    beam: int = 16
-    proposals: int = 8  # edits asked per beam program and round
-    goal: float = 0.98  # stop when the score reaches this
-    style: str = "auto"  # auto | filled | sketch
-    start: str = ""  # a program to continue from; empty: the empty program and random ones
-    seed: int = 0
-    temperature: float = 1.0
-    polish_after: int = POLISH_AFTER  # renders without a better match before the best program's numbers are polished; 0: never
-    residual: bool = True  # the polish also tries parts fitted to the wrong pixels (residual.py)
-
-    def check(self) -> None:
-        if not 1 <= self.budget <= 1_000_000:
-            raise EngineError(f"budget {self.budget} is out of range: use 1 to 1000000 renderer calls")
-        if self.polish_after < 0:
-            raise EngineError("polish_after must be 0 (never) or a number of renders")
-        if not 1 <= self.beam <= 256 or not 1 <= self.proposals <= 64:
-            raise EngineError("beam must be 1 to 256 and proposals 1 to 64")
-        if self.style not in ("auto", "filled", "sketch"):
-            raise EngineError(f"unknown target style {self.style!r}: use auto, filled or sketch")
-        check_seed(self.seed)
 
 
 @dataclass(frozen=True)
@@ -144,11 +121,11 @@ def solve(
     params: SearchParams = SearchParams(),
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
-    on_update: Callable[[tuple[Candidate, ...], int], None] | None = None,
+    partial: Callable[[tuple[Candidate, ...], int], None] | None = None,
     top: int = 8,
 ) -> SearchResult:
-    """Search for a program whose render matches ``target`` ((S, S) bool, S = 64)."""
-    params.check()
+    """Search for a program whose render matches ``target`` ((S, S) bool, S = 64); after every round
+    ``partial(best candidates, renders so far)`` streams the gallery."""
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
         raise EngineError("the target must be a square image")
     if not target.any():
@@ -214,8 +191,8 @@ def solve(
         best = best_nodes(1)[0]
         curve.append((renders, best.score))
         progress(min(renders / params.budget, 1.0), f"{renders} renders, best {'match' if sketch else 'IoU'} {best.score:.3f}")
-        if on_update is not None:
-            on_update(tuple(_candidate(n) for n in best_nodes(top)), renders)
+        if partial is not None:
+            partial(tuple(_candidate(n) for n in best_nodes(top)), renders)
 
     def try_edits(node: _Node, edits: list[Edit]) -> list[_Node]:
         """Render the unseen programs ``edits`` make of ``node`` (within the budget)."""
@@ -325,4 +302,3 @@ def solve(
 
 def _candidate(node: _Node) -> Candidate:
     return Candidate(to_text(node.tokens), round(node.score, 4), round(node.iou, 4), node.renders, node.depth)
-

@@ -3,6 +3,7 @@ tolerant outline match (F1 of outline pixels within a few pixels of the strokes 
 
 Hand drawings are outlines, so a filled render can never overlap them; its outline can.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -4,6 +4,7 @@ The resolved outline of the shape (booleans applied with shapely) is drawn with 
 parameters, wobbly strokes (resampled control points pushed sideways by smooth noise), pen-lift
 gaps and a random stroke width, supersampled and thresholded to a binary image like a drawing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -131,4 +132,3 @@ def sketch_render(tokens: Tokens, rng: np.random.Generator, size: int = DEFAULT_
 
 def sketch_batch(programs: list[Tokens], rng: np.random.Generator, size: int = DEFAULT_SIZE) -> np.ndarray:
     return np.stack([sketch_render(p, rng, size) for p in programs]) if programs else np.zeros((0, size, size), bool)
-

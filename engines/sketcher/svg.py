@@ -2,6 +2,7 @@
 expressed with masks (union: both drawn; subtraction: the right side painted black into the
 left side's mask), so a browser draws what our renderer draws.
 """
+
 from __future__ import annotations
 
 from .render import CANVAS_UNITS

@@ -4,6 +4,7 @@
 (weights, optimiser, step and history live in that one file), so a longer schedule continues
 later. Checkpoints are written atomically every few minutes and at the end.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.core import NEVER_CANCELLED, CancelToken, Cancelled, EngineError, ProgressFn, atomic_path, check_seed, no_progress
-
+from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, atomic_path, check_seed, no_progress
 from engines.core.batch_stream import BatchStream
 
 from .data import TRAINING_GROUP, Batch, DataConfig, sample_batches, training_batches
@@ -30,7 +30,6 @@ class TrainParams:
     seed: int = 0
     batch_size: int = 32
     lr: float = 2e-3
-    threads: int = 2
     data_workers: int = 1  # batches made in a second process (see ``engines.core.batch_stream``)
     save_every_s: float = 180.0
     validation_size: int = 512
@@ -53,7 +52,23 @@ def to_tensors(batch: Batch, device) -> dict[str, Any]:
 
     from .model import images_to_tensor
 
-    out = {k: torch.from_numpy(getattr(batch, k)).to(device) for k in ("seq", "pointer", "pointed", "length", "pointer_target", "pointer_ok", "fix", "fix_category", "anchors", "next_token", "category", "remaining")}
+    out = {
+        k: torch.from_numpy(getattr(batch, k)).to(device)
+        for k in (
+            "seq",
+            "pointer",
+            "pointed",
+            "length",
+            "pointer_target",
+            "pointer_ok",
+            "fix",
+            "fix_category",
+            "anchors",
+            "next_token",
+            "category",
+            "remaining",
+        )
+    }
     out["target"] = images_to_tensor(batch.target, device)
     out["current"] = images_to_tensor(batch.current, device)
     return out
@@ -169,15 +184,16 @@ def validation_batches(size: int, batch_size: int, data: DataConfig) -> list[Bat
     return sample_batches(random.Random(VALIDATION_SEED), max(1, size // batch_size), batch_size, data)
 
 
-def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, log=None) -> TrainResult:
+def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, partial=None) -> TrainResult:
+    """Train for ``params.minutes``; ``partial`` gets the summary line of every 25 steps. Torch's threads are
+    the caller's to set (the CLI job sets them from --threads)."""
     import torch
 
-    from engines.core import configure_threads, seed_everything
+    from engines.core import seed_everything
 
     if not params.minutes > 0:
         raise EngineError("training needs a positive number of minutes")
     check_seed(params.seed)
-    configure_threads(params.threads)
     device = torch.device("cpu")
     out = Path(params.out)
     ckpt = load_checkpoint(out) if out.exists() else None
@@ -191,8 +207,9 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
         step, total_seconds, history = ckpt["step"], ckpt["seconds"], ckpt["history"]
     start_step = step
     seed_everything(params.seed * 1_000_003 + step)
-    stream = BatchStream(training_batches, (params.seed * 1_000_003 + step, params.batch_size, params.data), params.data_workers,
-                         chunk=TRAINING_GROUP)
+    stream = BatchStream(
+        training_batches, (params.seed * 1_000_003 + step, params.batch_size, params.data), params.data_workers, chunk=TRAINING_GROUP
+    )
     batches = iter(stream)
     budget = params.minutes * 60.0
     started = time.monotonic()
@@ -244,8 +261,8 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
                 window.clear()
                 text = f"step {step}: loss {mean['loss']:.3f}, position {mean['pointer_accuracy']:.2f}, edit {mean['edit_accuracy']:.2f}"
                 progress(frac, text)
-                if log:
-                    log(text)
+                if partial:
+                    partial(text)
             if time.monotonic() - last_save > params.save_every_s:
                 save()
                 last_save = time.monotonic()

@@ -3,6 +3,7 @@
 A program is held as its prefix token sequence (a tuple of ints): every token starts a syntax-tree
 node, so a node is named by its token index. Parentheses are implied by the fixed arities.
 """
+
 from __future__ import annotations
 
 PAD, EDIT, END, ADD, SUB, CIRCLE, QUAD = range(7)

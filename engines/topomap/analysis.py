@@ -7,6 +7,7 @@
 - smoothness: mean |delta value| against grid distance, a distance-shuffled control, and the TDANN
   score (max(curve) - curve[0]) / max(curve): 1 when neighbours are alike, 0 with no structure.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -8,6 +8,7 @@ reported as measured, never asserted.
 With ``out_dir`` every run is kept as a run file; finished runs are reused and interrupted ones
 resume from their checkpoints, so a cancelled comparison picks up where it stopped.
 """
+
 from __future__ import annotations
 
 import time
@@ -69,7 +70,6 @@ def compare(
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
 ) -> CompareResult:
-    params.validate()
     t0 = time.perf_counter()
     seeds = range(params.first_seed, params.first_seed + params.seeds)
     jobs = [(method, seed) for seed in seeds for method in params.methods]
@@ -151,7 +151,9 @@ def evaluate_goals(summaries: tuple[MethodSummary, ...]) -> dict[str, Goal]:
         deep = _deep_layers(by["none"])
         if deep:
             high = max(by["none"].smoothness_mean[layer] for layer in deep)
-            goals["none_smoothness"] = Goal(f"none smoothness <= {BASELINE_SMOOTH:g} on {', '.join(deep)}", f"highest {high:.2f}", high <= BASELINE_SMOOTH)
+            goals["none_smoothness"] = Goal(
+                f"none smoothness <= {BASELINE_SMOOTH:g} on {', '.join(deep)}", f"highest {high:.2f}", high <= BASELINE_SMOOTH
+            )
     return goals
 
 
@@ -173,7 +175,9 @@ def format_table(result: CompareResult) -> str:
                 cells.append(f"{s.smoothness_mean[layer]:.2f} ± {s.smoothness_std[layer]:.2f} [{s.shuffled_smoothness_mean[layer]:.2f}]")
             else:
                 cells.append("-")
-        lines.append(f"{s.method:10} {s.accuracy_mean:7.2f} ± {s.accuracy_std:4.2f} " + " ".join(f"{c:>20}" for c in cells) + f" {s.seconds_mean:7.1f}")
+        lines.append(
+            f"{s.method:10} {s.accuracy_mean:7.2f} ± {s.accuracy_std:4.2f} " + " ".join(f"{c:>20}" for c in cells) + f" {s.seconds_mean:7.1f}"
+        )
     lines.append("")
     lines.append("check: the same score on d' of the rectified output (after batch norm and ReLU), mean over seeds")
     for s in result.methods:
@@ -224,7 +228,7 @@ def load_compare(path: Path) -> CompareTable:
         raise EngineError(f"{path.name} is not a readable comparison file (JSON): {exc}") from None
     data = json_loads(text, path.name)
     if not isinstance(data, dict) or data.get("format") != COMPARE_FORMAT:
-        raise EngineError(f"{path.name} is not a topomap comparison (run `workbench topomap compare --save FILE`)")
+        raise EngineError(f"{path.name} is not a topomap comparison (run `workbench topomap bench --save FILE`)")
     try:
         points = tuple(
             scatter_point(str(r["method"]), int(r["seed"]), float(r["accuracy"]), {str(k): float(v) for k, v in r["smoothness"].items()})

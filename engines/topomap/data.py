@@ -7,6 +7,7 @@
 The train/test split is fixed (split seed 0) so that seeds only change the network, as in the
 paper's multi-seed comparison. Images are standardised with the training set's mean and std.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """Files a run's maps go out as: PNG images, one NPZ of every map, a CSV of unit statistics, and
 the trained weights (NPZ of the state dict). Every file is written atomically."""
+
 from __future__ import annotations
 
 import csv
@@ -11,7 +12,7 @@ import numpy as np
 from engines.core import EngineError, atomic_path, write_text
 
 from .maps import LayerMaps
-from .render import scalar_rgb, save_png, upscale
+from .render import save_png, scalar_rgb, upscale
 from .runview import RunView
 
 CELL = 24  # pixels per unit in exported PNGs
@@ -108,7 +109,18 @@ def units_csv(view: RunView) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
-        ["layer", "unit", "row", "col", "orientation_deg", "orientation_selectivity", "frequency_cycles", "frequency_selectivity", "best_class", "best_dprime"]
+        [
+            "layer",
+            "unit",
+            "row",
+            "col",
+            "orientation_deg",
+            "orientation_selectivity",
+            "frequency_cycles",
+            "frequency_selectivity",
+            "best_class",
+            "best_dprime",
+        ]
         + [f"dprime_{c}" for c in view.classes]
     )
     for layer in view.layers:
@@ -116,7 +128,18 @@ def units_csv(view: RunView) -> str:
         for k in range(layer.width):
             r, c = divmod(k, layer.side)
             writer.writerow(
-                [layer.name, k, r, c, f"{s.orientation[k]:.2f}", f"{s.orientation_selectivity[k]:.4f}", f"{s.frequency[k]:g}", f"{s.frequency_selectivity[k]:.4f}", view.classes[int(s.dprime[:, k].argmax())], f"{s.dprime[:, k].max():.4f}"]
+                [
+                    layer.name,
+                    k,
+                    r,
+                    c,
+                    f"{s.orientation[k]:.2f}",
+                    f"{s.orientation_selectivity[k]:.4f}",
+                    f"{s.frequency[k]:g}",
+                    f"{s.frequency_selectivity[k]:.4f}",
+                    view.classes[int(s.dprime[:, k].argmax())],
+                    f"{s.dprime[:, k].max():.4f}",
+                ]
                 + [f"{v:.4f}" for v in s.dprime[:, k]]
             )
     return buffer.getvalue()

@@ -5,6 +5,7 @@ colour images the panel and the exports show.
 ``LayerMaps`` adds what is derived from it (smoothness curves with the shuffled control,
 pinwheels, colour images) and, for the final network, tuning curves and top stimuli per unit.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ class UnitDetail:
     class_means: np.ndarray  # [K, C] mean response per class
     top_stimuli: np.ndarray  # [K, TOP_STIMULI] indices into the test images
     neighbours: np.ndarray  # [K, 8] grid neighbours, -1 where the grid ends
+
 
 @dataclass(frozen=True)
 class LayerMaps:

@@ -6,6 +6,7 @@ k at row k // side, column k % side). conv1 has 5x5 kernels (so first-layer filt
 orientation and frequency on 16 x 16 images), deeper layers 3x3; each conv is followed by batch norm
 and ReLU, and 2x2 max-pooling while the maps are larger than 4 x 4.
 """
+
 from __future__ import annotations
 
 import torch
@@ -13,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .analysis import grid_positions
+from .params import TrainParams
 
 
 class TopoCNN(nn.Module):
@@ -112,3 +114,10 @@ class KohonenMap(nn.Module):
         means = torch.stack([flat[labels == c].mean(0) if (labels == c).any() else flat.mean(0) for c in range(self.n_classes)])
         nearest = torch.cdist(self.weight, means).argmin(dim=1)
         self.labels.copy_(torch.where(votes.sum(1) > 0, votes.argmax(1), nearest))
+
+
+def build_model(params: TrainParams, n_classes: int) -> nn.Module:
+    """The network a run of ``params`` trains (and a run file's weights are loaded into)."""
+    if params.method == "som":
+        return KohonenMap(params.som_width, n_classes)
+    return TopoCNN(params.widths, n_classes)

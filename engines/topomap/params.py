@@ -1,8 +1,10 @@
 """Parameters of a topomap training run and of the method comparison (frozen, JSON-ready).
 
-Validation lives here so the CLI, the panel and session files reject impossible values with the
-same one-sentence error before any torch work starts.
+Each parameter object checks itself when built (``__post_init__``), so an impossible one never
+exists: the CLI, the panel and run files reject it with the same one-sentence error before any
+torch work starts. The names (methods, data sets, map kinds) are the panel's and the CLI's too.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,6 +21,14 @@ METHOD_TITLES: dict[str, str] = {
     "som": "classic Kohonen SOM on inputs",
 }
 DATASETS: tuple[str, ...] = ("digits", "gratings", "shapes")
+# What a map can show (``runview`` draws an image per kind; "dprime" is one per class).
+MAP_KINDS: dict[str, str] = {
+    "category": "Category d′ (best class)",
+    "orientation": "Orientation preference",
+    "frequency": "Spatial frequency preference",
+    "dprime": "d′ of one class",
+}
+EPOCHS_RANGE = (1, 500)
 LR_SCHEDULES: tuple[str, ...] = ("step", "cosine")
 MAX_LAYERS = 4
 MAX_WIDTH = 256
@@ -31,9 +41,7 @@ def square_side(width: int, what: str = "layer width") -> int:
     side = math.isqrt(width)
     if side * side != width:
         lower, upper = side * side, (side + 1) ** 2
-        raise EngineError(
-            f"{what} {width} is not a square number, so its units cannot sit on a square grid; use {lower} or {upper}"
-        )
+        raise EngineError(f"{what} {width} is not a square number, so its units cannot sit on a square grid; use {lower} or {upper}")
     return side
 
 
@@ -84,14 +92,14 @@ class TrainParams:
     som_alpha0: float = 0.5
     snapshots: int = 10
 
-    def validate(self) -> "TrainParams":
+    def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise EngineError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.data not in DATASETS:
             raise EngineError(f"unknown data set {self.data!r}; choose one of {', '.join(DATASETS)}")
         check_seed(self.seed)
-        if not isinstance(self.epochs, int) or not 1 <= self.epochs <= 500:
-            raise EngineError(f"epochs must be an integer from 1 to 500, got {self.epochs!r}")
+        if not isinstance(self.epochs, int) or not EPOCHS_RANGE[0] <= self.epochs <= EPOCHS_RANGE[1]:
+            raise EngineError(f"epochs must be an integer from {EPOCHS_RANGE[0]} to {EPOCHS_RANGE[1]}, got {self.epochs!r}")
         if not isinstance(self.batch_size, int) or not 2 <= self.batch_size <= 1024:
             raise EngineError(f"batch size must be an integer from 2 to 1024, got {self.batch_size!r}")
         _finite("learning rate", self.lr, 0.0, 10.0, low_open=True)
@@ -115,16 +123,13 @@ class TrainParams:
         if self.method == "topoloss":
             for i, width in enumerate(self.widths, 1):
                 if self.topo_factor > math.isqrt(width):
-                    raise EngineError(
-                        f"TopoLoss factor {self.topo_factor:g} is larger than conv{i}'s {math.isqrt(width)}x{math.isqrt(width)} grid"
-                    )
+                    raise EngineError(f"TopoLoss factor {self.topo_factor:g} is larger than conv{i}'s {math.isqrt(width)}x{math.isqrt(width)} grid")
         square_side(self.som_width, "SOM width")
         if self.som_width > 1024:
             raise EngineError(f"SOM width {self.som_width} is too large; at most 1024 units")
         _finite("SOM alpha0", self.som_alpha0, 0.0, 1.0, low_open=True)
         if not isinstance(self.snapshots, int) or not 2 <= self.snapshots <= 100:
             raise EngineError(f"snapshots must be an integer from 2 to 100, got {self.snapshots!r}")
-        return self
 
     @property
     def layer_names(self) -> tuple[str, ...]:
@@ -146,7 +151,7 @@ class CompareParams:
     methods: tuple[str, ...] = METHODS
     base: TrainParams = field(default_factory=TrainParams)  # data, epochs, schedule shared by all runs
 
-    def validate(self) -> "CompareParams":
+    def __post_init__(self) -> None:
         if not isinstance(self.seeds, int) or not 1 <= self.seeds <= 20:
             raise EngineError(f"seeds must be an integer from 1 to 20, got {self.seeds!r}")
         if not isinstance(self.first_seed, int) or not 0 <= self.first_seed < 2**31 - 20:
@@ -156,8 +161,7 @@ class CompareParams:
         for method in self.methods:
             if method not in METHODS:
                 raise EngineError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-        self.run_params(self.methods[0], self.first_seed).validate()
-        return self
+        self.run_params(self.methods[0], self.first_seed)  # checks itself
 
     def run_params(self, method: str, seed: int) -> TrainParams:
         from dataclasses import replace

@@ -1,4 +1,5 @@
 """Run a network on stimuli and collect its unit responses per layer (torch, no gradients)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@
 Preference maps use hue for the preferred value and brightness for selectivity (relative to the
 layer's most selective unit); category maps use one colour per class and brightness for its d'.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,16 @@ import numpy as np
 # Ten distinct class colours (Tableau 10), then cycled.
 PALETTE = np.array(
     [
-        [31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189],
-        [140, 86, 75], [227, 119, 194], [127, 127, 127], [188, 189, 34], [23, 190, 207],
+        [31, 119, 180],
+        [255, 127, 14],
+        [44, 160, 44],
+        [214, 39, 40],
+        [148, 103, 189],
+        [140, 86, 75],
+        [227, 119, 194],
+        [127, 127, 127],
+        [188, 189, 34],
+        [23, 190, 207],
     ],
     dtype=np.float64,
 )

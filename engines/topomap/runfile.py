@@ -4,6 +4,7 @@ A run file is a torch archive of plain containers and tensors only, read with
 ``weights_only=True`` (no pickled code runs). Anything unreadable, truncated or from another
 program is one clear ``EngineError``. Writes are atomic.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,7 +83,11 @@ def snapshots_to_torch(snapshots: tuple[Snapshot, ...] | list[Snapshot]) -> list
     import torch
 
     return [
-        {"epoch": s.epoch, "layers": [_stats_to_torch(layer) for layer in s.layers], "kernels": torch.from_numpy(np.ascontiguousarray(s.kernels, np.float32))}
+        {
+            "epoch": s.epoch,
+            "layers": [_stats_to_torch(layer) for layer in s.layers],
+            "kernels": torch.from_numpy(np.ascontiguousarray(s.kernels, np.float32)),
+        }
         for s in snapshots
     ]
 
@@ -141,7 +146,7 @@ def read_archive(path: Path, expected_format: str) -> dict[str, Any]:
 def load_run(path: Path) -> RunRecord:
     payload = read_archive(path, FORMAT)
     try:
-        params = from_dict(TrainParams, payload["params"]).validate()
+        params = from_dict(TrainParams, payload["params"])
         record = RunRecord(
             params=params,
             classes=tuple(str(c) for c in payload["classes"]),
@@ -178,9 +183,9 @@ def _check_consistent(record: RunRecord, name: str) -> None:
 def network(record: RunRecord, name: str) -> nn.Module:
     """The network the run describes, carrying its weights. Loaded strictly, so weights of another
     shape, data set or a tampered file are one sentence instead of torch's key-by-key report."""
-    from .train import build_model  # train imports this module
-
     import torch
+
+    from .model import build_model
 
     model = build_model(record.params, len(dataset_classes(record.params.data)))
     try:

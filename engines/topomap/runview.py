@@ -4,6 +4,7 @@ The final layers get unit details (tuning curves, class means, top stimuli) from
 network; every snapshot gets its derived maps so the scrubber replays map formation without any
 further computation.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,6 +12,7 @@ with alpha(t) = alpha0 e^(-decay t/T), sigma(t) = sigma0 e^(-decay t/T), floored
 TopoLoss (TopoNets) is a differentiable alternative: 1 - cos(W, up(down(W))) on the cortical
 sheet view of each layer's weights, added to the task loss with weight tau.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,7 +62,9 @@ def topo_loss(weight: torch.Tensor, factor: float) -> torch.Tensor:
     sheet = cortical_sheet(weight)
     side = sheet.shape[-1]
     small = max(1, int(side / factor))
-    blurred = F.interpolate(F.interpolate(sheet, size=(small, small), mode="bilinear", align_corners=False), size=(side, side), mode="bilinear", align_corners=False)
+    blurred = F.interpolate(
+        F.interpolate(sheet, size=(small, small), mode="bilinear", align_corners=False), size=(side, side), mode="bilinear", align_corners=False
+    )
     a = sheet.flatten(2).squeeze(0).T  # [K, e]
     b = blurred.flatten(2).squeeze(0).T
     return 1.0 - F.cosine_similarity(a, b, dim=1).mean()

@@ -4,6 +4,7 @@ Gratings are the probe set for orientation / spatial-frequency maps; shapes are 
 task for category-selective patches. Shapes are rasterised by point-in-shape tests on a 4x
 supersampled grid, so their edges are anti-aliased.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,12 +46,7 @@ class GratingProbe:
 
 @lru_cache(maxsize=1)
 def grating_probe() -> GratingProbe:
-    images = np.stack(
-        [
-            np.stack([np.stack([grating(o, f, p) for p in PROBE_PHASES]) for f in PROBE_FREQUENCIES])
-            for o in PROBE_ORIENTATIONS
-        ]
-    )
+    images = np.stack([np.stack([np.stack([grating(o, f, p) for p in PROBE_PHASES]) for f in PROBE_FREQUENCIES]) for o in PROBE_ORIENTATIONS])
     return GratingProbe(images=images)
 
 

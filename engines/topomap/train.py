@@ -7,13 +7,15 @@ then for ``cbsom``/``absom`` the neighbourhood update of EVERY conv layer around
 After every epoch a checkpoint (``RUN.partial``) is written; a later call with the same parameters
 resumes from it. Batch order depends only on (seed, epoch), so a resumed run is the same run.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +26,10 @@ from .maps import LayerStats, layer_stats
 from .params import TrainParams
 from .runfile import (
     CHECKPOINT_FORMAT,
+    VERSION,
     EpochStats,
     RunRecord,
     Snapshot,
-    VERSION,
     history_from_plain,
     history_to_plain,
     read_archive,
@@ -70,14 +72,6 @@ def snapshot_epochs(epochs: int, count: int) -> list[int]:
     return sorted({int(round(x)) for x in np.linspace(0, epochs, min(count, epochs + 1))})
 
 
-def build_model(params: TrainParams, n_classes: int):
-    from .model import KohonenMap, TopoCNN
-
-    if params.method == "som":
-        return KohonenMap(params.som_width, n_classes)
-    return TopoCNN(params.widths, n_classes)
-
-
 def first_layer_tiles(model) -> np.ndarray:
     """First-layer filters [K, kh, kw] (SOM: prototype images [K, 16, 16])."""
     from .model import KohonenMap
@@ -117,15 +111,16 @@ def train(
     out: Path | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
-    on_epoch: Callable[[EpochUpdate], None] | None = None,
+    partial: Callable[[EpochUpdate], None] | None = None,
     resume: bool = True,
 ) -> TrainResult:
-    """Train one run; write ``out`` (a ``*.topomap.pt`` run file) when given."""
+    """Train one run; write ``out`` (a ``*.topomap.pt`` run file) when given; ``partial`` gets an
+    ``EpochUpdate`` after every epoch."""
     import torch
 
+    from .model import build_model
     from .probe import accuracy as held_out_accuracy
 
-    params.validate()
     progress(0.0, f"{params.method}: loading {params.data}")
     data = load_dataset(params.data)
     torch.manual_seed(params.seed)
@@ -206,8 +201,8 @@ def train(
         history.append(
             EpochStats(epoch + 1, step, loss_sum / seen, 100.0 * correct / n, test_acc, elapsed, quick_smoothness(snap.layers) if snap else ())
         )
-        if on_epoch is not None:
-            on_epoch(EpochUpdate(params, tuple(history), snap))
+        if partial is not None:
+            partial(EpochUpdate(params, tuple(history), snap))
         if ckpt is not None and epoch + 1 < params.epochs:
             _save_checkpoint(ckpt, params, model, optimizer, scheduler, history, snapshots, epoch + 1, elapsed)
 

@@ -1,4 +1,5 @@
 """The attention panel: FlashMask mask designer with live kernel timing (issue #3)."""
+
 from __future__ import annotations
 
 TITLE = "Attention masks (FlashMask)"

@@ -2,6 +2,7 @@
 
 Edits do not change the mask here: the model emits the edited array and the panel sends it to
 the engine, which validates it (and names the column when it is wrong)."""
+
 from __future__ import annotations
 
 import numpy as np

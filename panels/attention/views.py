@@ -1,5 +1,6 @@
 """The attention panel's drawings: mask heat map with tile overlay and painting, vector plots,
 and the latency-vs-rho sweep. They only draw what the engine computed."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@
 The drawing lives in a 512x512 grey QImage (white paper, black ink); the panel hands its pixels
 to the engine, which turns them into a target.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """The sketcher panel: draw, convert to a CSG2D program by tree diffusion + search, inspect, edit,
 export. Every number and picture it shows comes from ``engines.sketcher.interactive``."""
+
 from __future__ import annotations
 
 import base64
@@ -17,7 +18,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QSplitter,
@@ -29,32 +29,37 @@ from PySide6.QtWidgets import (
 )
 
 from engines.core import resource_path
+from engines.sketcher.params import BEAM_RANGE, BUDGET_RANGE, EXAMPLE_BUDGET, IMAGE_SUFFIXES, PROPOSERS, STYLES, SearchParams
 from panels.base import MethodPanel, PanelContext
+from panels.run_controls import RunControls
 from panels.session_checks import choice, flag, mapping, text, whole
 
-from . import FILE_SUFFIXES, TITLE
 from .canvas import TOOLS, DrawingCanvas
 from .views import Gallery, PathView, ProgramEditor, RatePlot, fill_tree, mask_pixmap
 
 EXAMPLE = "example.png"
 BENCH_CURVES = "bench_curves.json"
+DEFAULTS = SearchParams()
+STYLE_LABELS = {"auto": "Detect", "filled": "Filled shapes", "sketch": "Sketch (outlines)"}
+PROPOSER_LABELS = {"model": "Edit model (tree diffusion)", "random": "Random mutations (baseline)"}
 # suffix: (export action, file-dialog filter)
 _FORMATS = {".txt": ("Program text…", "Program text"), ".svg": ("SVG…", "SVG image"), ".png": ("PNG…", "PNG image")}
 
 
 class SketcherPanel(MethodPanel):
     name = "sketcher"
-    title = TITLE
+    title = "Sketcher (tree diffusion)"
 
     def __init__(self, ctx: PanelContext, parent: QWidget | None = None) -> None:
         super().__init__(ctx, parent)
-        self.preview_runner = ctx.jobs.runner("sketcher-preview")
-        self.io_runner = ctx.jobs.runner("sketcher-files")
-        self.curves_runner = ctx.jobs.runner("sketcher-curves")
         self._io_done = None
         self.random_seed = 0
         self.last_result = None
         self._build()
+        self.preview_runner = self.add_runner("sketcher-preview", finished=self._on_preview)
+        self.io_runner = self.add_runner("sketcher-files", finished=self._on_io_finished)
+        self.curves_runner = self.add_runner("sketcher-curves")
+        self.run_controls.follow(self.runner)
         self._connect()
         self._load_curves()
 
@@ -106,38 +111,32 @@ class SketcherPanel(MethodPanel):
 
         form = QFormLayout()
         self.budget = QSpinBox()
-        self.budget.setRange(10, 100000)
+        self.budget.setRange(*BUDGET_RANGE)
         self.budget.setSingleStep(500)
-        self.budget.setValue(2000)
+        self.budget.setValue(DEFAULTS.budget)
         self.beam = QSpinBox()
-        self.beam.setRange(1, 128)
-        self.beam.setValue(16)
+        self.beam.setRange(*BEAM_RANGE)
+        self.beam.setValue(DEFAULTS.beam)
         self.style = QComboBox()
-        for label, value in (("Detect", "auto"), ("Filled shapes", "filled"), ("Sketch (outlines)", "sketch")):
-            self.style.addItem(label, value)
+        for value in STYLES:
+            self.style.addItem(STYLE_LABELS[value], value)
+        self.style.setCurrentIndex(STYLES.index(DEFAULTS.style))
         self.proposer = QComboBox()
-        self.proposer.addItem("Edit model (tree diffusion)", "model")
-        self.proposer.addItem("Random mutations (baseline)", "random")
+        for value in PROPOSERS:
+            self.proposer.addItem(PROPOSER_LABELS[value], value)
         form.addRow("Renderer calls", self.budget)
         form.addRow("Beam width", self.beam)
         form.addRow("Drawing is", self.style)
         form.addRow("Edits from", self.proposer)
         lv.addLayout(form)
 
-        run_row = QHBoxLayout()
-        self.convert_button = QPushButton("Convert to program")
+        self.run_controls = RunControls("Convert to program", text_in_bar=True)
+        self.convert_button = self.run_controls.run_button
         self.convert_button.setObjectName("sketcherConvert")
         self.convert_button.setDefault(True)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("")
-        run_row.addWidget(self.convert_button)
-        run_row.addWidget(self.cancel_button)
-        run_row.addWidget(self.progress, 1)
-        lv.addLayout(run_row)
+        self.cancel_button = self.run_controls.cancel_button
+        self.progress = self.run_controls.progress
+        lv.addWidget(self.run_controls)
         split.addWidget(left)
 
         right = QSplitter(Qt.Orientation.Vertical)
@@ -208,23 +207,12 @@ class SketcherPanel(MethodPanel):
         self.random_button.clicked.connect(self.random_target)
         self.canvas.changed.connect(self._canvas_changed)
         self.convert_button.clicked.connect(lambda: self.convert())
-        self.cancel_button.clicked.connect(self.runner.cancel)
         self.continue_button.clicked.connect(self.continue_from_editor)
         self.gallery.picked.connect(self.editor.setPlainText)
         self.editor.textChanged.connect(self.preview_timer.start)
         self.preview_timer.timeout.connect(self._start_preview)
-        self.runner.started.connect(self._on_started)
-        self.runner.progress.connect(self._on_progress)
         self.runner.partial.connect(self._on_partial)
         self.runner.finished.connect(self._on_finished)
-        self.runner.done.connect(self._on_done)
-        self.runner.failed.connect(lambda text: self.progress.setFormat("failed"))
-        self.runner.cancelled.connect(lambda: self.progress.setFormat("cancelled"))
-        self.preview_runner.finished.connect(self._on_preview)
-        self.preview_runner.failed.connect(self.show_error)
-        self.io_runner.finished.connect(self._on_io_finished)
-        self.io_runner.failed.connect(self.show_error)
-        self.io_runner.errored.connect(lambda text, tb: self.show_error(f"Unexpected error ({text}); the log has the details."))
         for key, slot in ((QKeySequence.StandardKey.Undo, self.canvas.undo), (QKeySequence.StandardKey.Redo, self.canvas.redo)):
             action = QAction(self)
             action.setShortcut(key)
@@ -241,7 +229,7 @@ class SketcherPanel(MethodPanel):
             self.preview_timer.start()
 
     def _choose_image(self) -> None:
-        patterns = " ".join(f"*{s}" for s in FILE_SUFFIXES)
+        patterns = " ".join(f"*{s}" for s in IMAGE_SUFFIXES)
         path, _ = QFileDialog.getOpenFileName(self, "Load a target image", "", f"Images ({patterns})")
         if path:
             self.open_path(Path(path))
@@ -281,9 +269,7 @@ class SketcherPanel(MethodPanel):
             self._io_done(result)
 
     # converting --------------------------------------------------------------------------------
-    def search_params(self, start: str = ""):
-        from engines.sketcher.search import SearchParams
-
+    def search_params(self, start: str = "") -> SearchParams:
         return SearchParams(budget=self.budget.value(), beam=self.beam.value(), style=self.style.currentData(), start=start)
 
     def convert(self, start: str = "") -> bool:
@@ -312,16 +298,6 @@ class SketcherPanel(MethodPanel):
             return
         self.convert(start=text)
 
-    def _on_started(self, *_: Any) -> None:
-        self.convert_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setValue(0)
-        self.progress.setFormat("starting…")
-
-    def _on_progress(self, fraction: float, text: str) -> None:
-        self.progress.setValue(int(1000 * fraction))
-        self.progress.setFormat(text)
-
     def _on_partial(self, update) -> None:
         self.gallery.show_candidates(update.candidates, update.masks, update.sketch)
         self.gallery_label.setText(f"Best candidates after {update.renders} renders")
@@ -335,12 +311,7 @@ class SketcherPanel(MethodPanel):
         self.editor.setPlainText(result.program)
         self.path_view.set_path(result.path, conversion.path_masks)
         verdict = "solved" if result.solved else "best found"
-        self.progress.setFormat(f"{verdict}: {what} {result.score:.3f}")
-        self.progress.setValue(1000)
-
-    def _on_done(self) -> None:
-        self.convert_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
+        self.run_controls.say(f"{verdict}: {what} {result.score:.3f}")
 
     # editor preview ----------------------------------------------------------------------------
     def _start_preview(self) -> None:
@@ -390,7 +361,7 @@ class SketcherPanel(MethodPanel):
                 return {"runs": {}, "caption": "No benchmark results are shipped yet (run `workbench sketcher bench`)."}
             return json.loads(path.read_text(encoding="utf-8"))
 
-        self.curves_runner.finished.connect(self.rate_plot.show_results)
+        self.curves_runner.finished.connect(self.rate_plot.show_results)  # once: only the panel's first job loads them
         self.curves_runner.start(work, "Load benchmark curves")
 
     # shell hooks -------------------------------------------------------------------------------
@@ -399,7 +370,7 @@ class SketcherPanel(MethodPanel):
         if image.isNull():
             return False
         self.canvas.set_image(image)
-        self.budget.setValue(min(self.budget.value(), 1500))
+        self.budget.setValue(min(self.budget.value(), EXAMPLE_BUDGET))
         return self.convert()
 
     def export_actions(self) -> list[QAction]:
@@ -469,8 +440,10 @@ class SketcherPanel(MethodPanel):
         panel's; a missing fill or program takes the default, as it always has."""
         mapping(state, "its settings")
         checked: dict[str, Any] = {
-            "numbers": {box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum()) for box, key in (
-                (self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))},
+            "numbers": {
+                box: whole(state.get(key, box.value()), key, box.minimum(), box.maximum())
+                for box, key in ((self.budget, "budget"), (self.beam, "beam"), (self.brush, "brush"), (self.export_size, "export_size"))
+            },
             "fill": flag(state.get("fill", True), "fill"),
             "program": text(state.get("program", ""), "program"),
             "image": None,
@@ -486,8 +459,7 @@ class SketcherPanel(MethodPanel):
 
     def shutdown(self) -> None:
         self.preview_timer.stop()
-        for runner in (self.preview_runner, self.io_runner, self.curves_runner):
-            runner.cancel()
+        super().shutdown()
 
 
 def _session_image(encoded: str) -> QImage:

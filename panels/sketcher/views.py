@@ -1,5 +1,6 @@
 """The panel's views: masks as pictures, the program editor, gallery, syntax tree, edit path and
 solve-rate plot. They only draw what the engine computed."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -83,7 +84,9 @@ class Gallery(QListWidget):
         self.clear()
         what = "match" if sketch else "IoU"
         for cand, mask in zip(candidates, masks):
-            item = QListWidgetItem(QIcon(mask_pixmap(mask, 88)), f"{what} {cand.score:.3f}\n{cand.program[:28]}{'…' if len(cand.program) > 28 else ''}")
+            item = QListWidgetItem(
+                QIcon(mask_pixmap(mask, 88)), f"{what} {cand.score:.3f}\n{cand.program[:28]}{'…' if len(cand.program) > 28 else ''}"
+            )
             how = "outline match with the strokes (within 2 px)" if sketch else "IoU with the drawing"
             item.setToolTip(f"{cand.program}\n{how} {cand.score:.3f}, found after {cand.renders} renders, {cand.depth} edits from its start")
             item.setData(Qt.ItemDataRole.UserRole, cand.program)
@@ -176,8 +179,10 @@ class RatePlot(QWidget):
             self.plot.showGrid(x=True, y=True, alpha=0.3)
             self.layout_.insertWidget(0, self.plot, 1)
             # The key sits under the plot: inside, it hid the rising part of the curves.
-            self.key = QLabel("<span style='color:#1565c0'>━━ edit model</span> &nbsp; "
-                              "<span style='color:#c62828'>╍╍ random mutations</span> &nbsp; thick: 1-4 primitives, thin: 5-8")
+            self.key = QLabel(
+                "<span style='color:#1565c0'>━━ edit model</span> &nbsp; "
+                "<span style='color:#c62828'>╍╍ random mutations</span> &nbsp; thick: 1-4 primitives, thin: 5-8"
+            )
             self.key.setObjectName("sketcherRateKey")
             self.key.setTextFormat(Qt.TextFormat.RichText)
             self.layout_.insertWidget(1, self.key)

@@ -2,6 +2,7 @@
 
 The panel module (pyqtgraph) is imported when the dock is first built, not at start-up.
 """
+
 # Run files and saved comparisons (`workbench topomap compare --save FILE.topomap.json`).
 FILE_SUFFIXES = (".topomap.pt", ".topomap.json")
 

@@ -1,10 +1,12 @@
 """The topomap panel: train a topographic network in the background and look at its maps.
 
-Left: training parameters, run files, what to show. Middle: the map on the unit grid (click a
+Left (``controls.py``): training parameters, run files, what to show. Middle: the map on the unit grid (click a
 unit), its legend and the training scrubber. Right: live loss/accuracy, the smoothness curve
 against its shuffled band, accuracy-vs-smoothness across runs, first-layer kernels, and the
 clicked unit's tuning curve, class responses, top stimuli and neighbours.
+Jobs are in ``work.py``, the saved state in ``session.py``; this module wires and draws.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,54 +17,33 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
-    QFormLayout,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
-    QPushButton,
     QScrollArea,
     QSlider,
-    QSpinBox,
     QSplitter,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from engines.topomap.params import TrainParams
+from engines.core import EngineError, from_dict, to_jsonable
+from engines.topomap.params import DATASETS, METHOD_TITLES, METHODS
 from engines.topomap.runfile import RUN_SUFFIX
 from panels.base import MethodPanel, PanelContext
-from panels.session_checks import choice, flag, mapping, number, text, whole
+from panels.session_checks import mapping, whole
 
+from . import work
+from .controls import TopomapControls
+from .session import TopomapSession
 from .views import METHOD_COLOURS, MapView, PixmapLabel, small_plot
 
-METHODS = ("cbsom", "absom", "none", "topoloss", "som")
-METHOD_LABELS = {
-    "cbsom": "CB-SOM (credit BMU)",
-    "absom": "AB-SOM (activation BMU)",
-    "none": "None (non-topographic)",
-    "topoloss": "TopoLoss τ (TopoNets)",
-    "som": "Classic Kohonen SOM",
-}
-DATASETS = ("digits", "gratings", "shapes")
-KINDS = (("category", "Category d′ (best class)"), ("orientation", "Orientation preference"), ("frequency", "Spatial frequency preference"), ("dprime", "d′ of one class"))
-DEFAULTS = TrainParams()
-COMPARE_SUFFIX = ".topomap.json"
 UNIT_PLOT_HEIGHT = 140  # pixels of the tuning and class plots
 CLASS_ROW_HEIGHT = 15  # pixels per class in the class plot: one line of tick text
-
-
-def runs_folder() -> Path:
-    """Where runs trained in the panel are kept (next to the app's settings)."""
-    from workbench.settings import config_dir
-
-    return config_dir() / "topomap-runs"
+RUNS_FOLDER = "topomap-runs"  # where runs trained in the panel are kept (``PanelSettings.data_folder``)
 
 
 class TopomapPanel(MethodPanel):
@@ -81,15 +62,11 @@ class TopomapPanel(MethodPanel):
         # A session's layer and class, chosen once a run's layers and classes are known.
         self._wanted_layer: str | None = None
         self._wanted_class: int | None = None
-        self.exporter = ctx.jobs.runner("topomap-export")
-        self.exporter.failed.connect(self.show_error)
-        self.exporter.finished.connect(lambda text: self.show_info(str(text)))
         self._build()
+        self.exporter = self.add_runner("topomap-export", finished=self.show_info)
+        self.controls.run.follow(self.runner)
         self.runner.partial.connect(self._on_live)
         self.runner.finished.connect(self._on_loaded)
-        self.runner.progress.connect(lambda f, text: self.status.setText(text))
-        self.runner.started.connect(lambda *_: self._set_busy(True))
-        self.runner.done.connect(lambda: self._set_busy(False))
         self.play_timer = QTimer(self)
         self.play_timer.setInterval(450)
         self.play_timer.timeout.connect(self._play_step)
@@ -102,108 +79,20 @@ class TopomapPanel(MethodPanel):
         layout.setContentsMargins(0, 0, 0, 0)
         split = QSplitter(Qt.Orientation.Horizontal, self.body)
         layout.addWidget(split)
-        split.addWidget(self._build_controls())
+        self.controls = TopomapControls()
+        self.controls.run.run_button.clicked.connect(self.start_training)
+        self.controls.open_run.clicked.connect(lambda: self._open_dialog(f"Topomap run (*{RUN_SUFFIX})"))
+        self.controls.open_compare.clicked.connect(lambda: self._open_dialog(f"Topomap comparison (*{work.COMPARE_SUFFIX} *.json)"))
+        for widget in (self.controls.layer, self.controls.kind, self.controls.klass):
+            widget.currentIndexChanged.connect(self._on_choice)
+        self.controls.show_pinwheels.toggled.connect(self._on_choice)
+        split.addWidget(self.controls)
         split.addWidget(self._build_map())
         split.addWidget(self._build_plots())
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 3)
         split.setStretchFactor(2, 4)
         split.setSizes([280, 450, 640])
-
-    def _build_controls(self) -> QWidget:
-        box = QWidget()
-        # No fixed minimum width: the splitter then stops at what the layout needs (its widest row,
-        # "Open run…" beside "Open comparison…"), so no button's text is clipped at the narrowest.
-        box.setMaximumWidth(300)
-        col = QVBoxLayout(box)
-        col.setContentsMargins(2, 2, 2, 2)
-
-        train = QGroupBox("Train")
-        form = QFormLayout(train)
-        self.method = QComboBox()
-        for m in METHODS:
-            self.method.addItem(METHOD_LABELS[m], m)
-        self.data = QComboBox()
-        for d in DATASETS:
-            self.data.addItem(d, d)
-        self.epochs = QSpinBox()
-        self.epochs.setRange(1, 500)
-        self.epochs.setValue(DEFAULTS.epochs)
-        self.seed = QSpinBox()
-        self.seed.setRange(0, 1_000_000)
-        self.widths = QLineEdit(",".join(map(str, DEFAULTS.widths)))
-        self.widths.setToolTip("Units per conv layer; each must be a square number (its units sit on a square grid).")
-        self.alpha0 = QDoubleSpinBox()
-        self.alpha0.setDecimals(3)
-        self.alpha0.setRange(0.001, 1.0)
-        self.alpha0.setSingleStep(0.01)
-        self.alpha0.setValue(DEFAULTS.alpha0)
-        self.alpha0.setToolTip("SOM learning rate at the first step; it decays as e^(-3t/T), floored at 0.003.")
-        self.tau = QDoubleSpinBox()
-        self.tau.setRange(0.0, 100.0)
-        self.tau.setValue(DEFAULTS.tau)
-        self.tau.setToolTip("TopoLoss weight (only for the TopoLoss method).")
-        form.addRow("Method", self.method)
-        form.addRow("Data", self.data)
-        form.addRow("Epochs", self.epochs)
-        form.addRow("Seed", self.seed)
-        form.addRow("Widths", self.widths)
-        form.addRow("α0", self.alpha0)
-        form.addRow("τ", self.tau)
-        buttons = QHBoxLayout()
-        self.train_button = QPushButton("Train")
-        self.train_button.clicked.connect(self.start_training)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.runner.cancel)
-        buttons.addWidget(self.train_button)
-        buttons.addWidget(self.cancel_button)
-        form.addRow(buttons)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        self.status.setStyleSheet("color: #555;")
-        form.addRow(self.status)
-        col.addWidget(train)
-
-        runs = QGroupBox("Runs")
-        rl = QVBoxLayout(runs)
-        row = QHBoxLayout()
-        open_run = QPushButton("Open run…")
-        open_run.clicked.connect(lambda: self._open_dialog(f"Topomap run (*{RUN_SUFFIX})"))
-        open_cmp = QPushButton("Open comparison…")
-        open_cmp.clicked.connect(lambda: self._open_dialog(f"Topomap comparison (*{COMPARE_SUFFIX} *.json)"))
-        row.addWidget(open_run)
-        row.addWidget(open_cmp)
-        rl.addLayout(row)
-        self.summary = QLabel("No run loaded.")
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        rl.addWidget(self.summary)
-        col.addWidget(runs)
-
-        show = QGroupBox("Show")
-        sf = QFormLayout(show)
-        self.layer = QComboBox()
-        self.kind = QComboBox()
-        for key, label in KINDS:
-            self.kind.addItem(label, key)
-        self.klass = QComboBox()
-        self.show_pinwheels = QCheckBox("Pinwheel markers")
-        self.show_pinwheels.setChecked(True)
-        sf.addRow("Layer", self.layer)
-        sf.addRow("Map", self.kind)
-        sf.addRow("Class", self.klass)
-        sf.addRow(self.show_pinwheels)
-        for widget in (self.layer, self.kind, self.klass):
-            widget.currentIndexChanged.connect(self._on_choice)
-        self.show_pinwheels.toggled.connect(self._on_choice)
-        col.addWidget(show)
-        col.addStretch(1)
-        # Long item names elide when the column is narrow instead of clipping the labels beside them.
-        for combo in (self.method, self.data, self.layer, self.kind, self.klass):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(8)
-        return box
 
     def _build_map(self) -> QWidget:
         box = QWidget()
@@ -313,61 +202,39 @@ class TopomapPanel(MethodPanel):
         bottom.addWidget(kernels)
         bottom.addWidget(unit, 1)
         col.addWidget(holder)
-        for i, (stretch, size) in enumerate(((2, 150), (3, 230), (5, 340))):
+        sizes = (150, 230, 340)
+        for i, stretch in enumerate((2, 3, 5)):
             col.setStretchFactor(i, stretch)
-        col.setSizes([150, 230, 340])
+        col.setSizes(list(sizes))
         col.setChildrenCollapsible(False)
         return col
 
     # Jobs ----------------------------------------------------------------------------------
-    def _set_busy(self, busy: bool) -> None:
-        self.cancel_button.setEnabled(busy)
-        self.train_button.setEnabled(not busy)
-        if not busy and not self.message.text:
-            self.status.setText("")
-
     def run_default(self) -> bool:
-        def work(job):
-            from engines.topomap.workflows import load_example
-
-            return load_example(progress=job.progress, cancel=job.cancel)
-
-        self.runner.start(work, "Topomap: open the example run")
+        self.runner.start(work.load_example, "Topomap: open the example run")
         return True
 
     def start_training(self) -> None:
-        method, data = self.method.currentData(), self.data.currentData()
-        epochs, seed, alpha0, tau, widths = self.epochs.value(), self.seed.value(), self.alpha0.value(), self.tau.value(), self.widths.text()
-        folder, compare = runs_folder(), self.compare
-        self.live, self.live_history, self.live_epochs = [], (), epochs
-
-        def work(job):
-            from engines.topomap.workflows import run_name, train_and_view, with_widths
-
-            params = with_widths(TrainParams(method=method, data=data, epochs=epochs, seed=seed, alpha0=alpha0, tau=tau), widths)
-            return train_and_view(params, folder / run_name(params), progress=job.progress, cancel=job.cancel, on_live=job.partial, compare=compare)
-
-        self.runner.start(work, f"Topomap: train {method}")
+        c = self.controls
+        settings = {
+            "method": c.method.currentData(),
+            "data": c.data.currentData(),
+            "epochs": c.epochs.value(),
+            "seed": c.seed.value(),
+            "alpha0": c.alpha0.value(),
+            "tau": c.tau.value(),
+        }
+        widths, folder, compare = c.widths.text(), self.ctx.settings.data_folder(RUNS_FOLDER), self.compare
+        self.live, self.live_history, self.live_epochs = [], (), settings["epochs"]
+        self.runner.start(lambda job: work.train(settings, widths, folder, compare, job), f"Topomap: train {settings['method']}")
 
     def open_path(self, path: Path) -> None:
         path = Path(path)
-        name = path.name.lower()
-        if name.endswith(COMPARE_SUFFIX) or name.endswith(".json"):
-            def work(job):
-                from engines.topomap.compare import load_compare
-
-                return load_compare(path)
-        else:
-            def work(job):
-                from engines.topomap.workflows import load_run_file
-
-                return load_run_file(path, progress=job.progress, cancel=job.cancel)
-
         self.ctx.add_recent(str(path))
-        self.runner.start(work, f"Topomap: open {path.name}")
+        self.runner.start(lambda job: work.open_file(path, job), f"Topomap: open {path.name}")
 
     def _open_dialog(self, filter_text: str) -> None:
-        dialog = QFileDialog(self, "Open", self.ctx.settings.last_dir() if hasattr(self.ctx.settings, "last_dir") else "", filter_text)
+        dialog = QFileDialog(self, "Open", self.ctx.settings.last_dir(), filter_text)
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.fileSelected.connect(lambda p: self.open_path(Path(p)))
         dialog.open()
@@ -410,25 +277,25 @@ class TopomapPanel(MethodPanel):
 
     # Choices -------------------------------------------------------------------------------
     def _fill_layers(self, layers: list[str], classes: list[str]) -> None:
-        current = self.layer.currentText()
-        if [self.layer.itemText(i) for i in range(self.layer.count())] != layers:
-            self.layer.blockSignals(True)
-            self.layer.clear()
-            self.layer.addItems(layers)
+        current = self.controls.layer.currentText()
+        if [self.controls.layer.itemText(i) for i in range(self.controls.layer.count())] != layers:
+            self.controls.layer.blockSignals(True)
+            self.controls.layer.clear()
+            self.controls.layer.addItems(layers)
             wanted = self._wanted_layer if self._wanted_layer in layers else current
-            self.layer.setCurrentIndex(layers.index(wanted) if wanted in layers else len(layers) - 1)
-            self.layer.blockSignals(False)
+            self.controls.layer.setCurrentIndex(layers.index(wanted) if wanted in layers else len(layers) - 1)
+            self.controls.layer.blockSignals(False)
         if classes:
-            current_class = self.klass.currentIndex() if self._wanted_class is None else self._wanted_class
+            current_class = self.controls.klass.currentIndex() if self._wanted_class is None else self._wanted_class
             self._wanted_class = None
-            self.klass.blockSignals(True)
-            self.klass.clear()
-            self.klass.addItems(classes)
-            self.klass.setCurrentIndex(current_class if 0 <= current_class < len(classes) else 0)
-            self.klass.blockSignals(False)
+            self.controls.klass.blockSignals(True)
+            self.controls.klass.clear()
+            self.controls.klass.addItems(classes)
+            self.controls.klass.setCurrentIndex(current_class if 0 <= current_class < len(classes) else 0)
+            self.controls.klass.blockSignals(False)
 
     def _on_choice(self, *_: Any) -> None:
-        self.klass.setEnabled(self.kind.currentData() == "dprime")
+        self.controls.klass.setEnabled(self.controls.kind.currentData() == "dprime")
         layer = self.current_layer()
         if layer is not None and (self.selected is None or self.selected >= layer.width):
             self.selected = (layer.side // 2) * layer.side + layer.side // 2  # the centre unit of this grid
@@ -450,12 +317,12 @@ class TopomapPanel(MethodPanel):
         snap = self.current_snapshot()
         if snap is None:
             return None
-        index = max(0, min(self.layer.currentIndex(), len(snap.layers) - 1))
+        index = max(0, min(self.controls.layer.currentIndex(), len(snap.layers) - 1))
         return snap.layers[index]
 
     def image_key(self) -> str:
-        kind = self.kind.currentData()
-        return f"dprime/{max(self.klass.currentIndex(), 0)}" if kind == "dprime" else kind
+        kind = self.controls.kind.currentData()
+        return f"dprime/{max(self.controls.klass.currentIndex(), 0)}" if kind == "dprime" else kind
 
     # Drawing -------------------------------------------------------------------------------
     def _draw_all(self) -> None:
@@ -472,26 +339,29 @@ class TopomapPanel(MethodPanel):
             return
         key = self.image_key()
         rgb = layer.images.get(key, layer.images["category"])
-        pins = [(p.row, p.col, p.sign) for p in layer.pinwheels] if key == "orientation" and self.show_pinwheels.isChecked() else None
+        pins = [(p.row, p.col, p.sign) for p in layer.pinwheels] if key == "orientation" and self.controls.show_pinwheels.isChecked() else None
         self.map.show_map(rgb, pins, self.selected if self.selected is not None and self.selected < layer.width else None)
         total = self.live_epochs if self.live else (self.view.params.epochs if self.view else 0)
         self.epoch_label.setText(f"epoch {snap.epoch}/{total}")
         self.kernels.set_rgb(snap.kernels)
-        classes = list(self.view.classes) if self.view is not None and not self.live else [self.klass.itemText(i) for i in range(self.klass.count())]
-        self.map_title.setText(f"{layer.name}: {layer.side}×{layer.side} units · {self.kind.currentText()}")
-        kind = self.kind.currentData()
+        classes = (
+            list(self.view.classes)
+            if self.view is not None and not self.live
+            else [self.controls.klass.itemText(i) for i in range(self.controls.klass.count())]
+        )
+        self.map_title.setText(f"{layer.name}: {layer.side}×{layer.side} units · {self.controls.kind.currentText()}")
+        kind = self.controls.kind.currentData()
         if kind == "orientation":
             self.legend_bar.set_rgb(self.view.legends["orientation"] if self.view else None)
             self.legend.setText(
-                f"Hue: preferred orientation 0°→180° (bar above); brightness: selectivity. "
-                f"Pinwheels: {len(layer.pinwheels)} (white +½, black −½)."
+                f"Hue: preferred orientation 0°→180° (bar above); brightness: selectivity. Pinwheels: {len(layer.pinwheels)} (white +½, black −½)."
             )
         elif kind == "frequency":
             self.legend_bar.set_rgb(self.view.legends["frequency"] if self.view else None)
             self.legend.setText("Hue: preferred spatial frequency, 1.5 (red) → 6 (violet) cycles/image; brightness: selectivity.")
         elif kind == "dprime":
             self.legend_bar.set_rgb(None)
-            name = classes[self.klass.currentIndex()] if classes else ""
+            name = classes[self.controls.klass.currentIndex()] if classes else ""
             self.legend.setText(f"d′ for class {name}: red = prefers it, blue = avoids it, white = indifferent.")
         else:
             from engines.topomap.render import class_colour
@@ -516,8 +386,8 @@ class TopomapPanel(MethodPanel):
         layer = self.current_layer()
         if layer is None:
             return
-        curve = layer.orientation_smoothness if self.kind.currentData() == "orientation" else layer.smoothness
-        self.smooth_plot.setLabel("left", "|Δ orientation| (°)" if self.kind.currentData() == "orientation" else "|Δd′|")
+        curve = layer.orientation_smoothness if self.controls.kind.currentData() == "orientation" else layer.smoothness
+        self.smooth_plot.setLabel("left", "|Δ orientation| (°)" if self.controls.kind.currentData() == "orientation" else "|Δd′|")
         if curve.curve.size == 0:
             self.smooth_plot.setTitle("Smoothness: grid too small", color="#222", size="9pt")
             return
@@ -538,11 +408,25 @@ class TopomapPanel(MethodPanel):
         for method in METHODS:
             mine = [p for p in points if p.method == method]
             if mine:
-                plot.plot([p.smoothness for p in mine], [p.accuracy for p in mine], pen=None, symbol="o", symbolSize=8,
-                          symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200), symbolPen=None)
+                plot.plot(
+                    [p.smoothness for p in mine],
+                    [p.accuracy for p in mine],
+                    pen=None,
+                    symbol="o",
+                    symbolSize=8,
+                    symbolBrush=pg.mkBrush(*METHOD_COLOURS[method], 200),
+                    symbolPen=None,
+                )
         if self.point is not None and not self.live:
-            plot.plot([self.point.smoothness], [self.point.accuracy], pen=None, symbol="star", symbolSize=16,
-                      symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]), symbolPen=pg.mkPen("k"))
+            plot.plot(
+                [self.point.smoothness],
+                [self.point.accuracy],
+                pen=None,
+                symbol="star",
+                symbolSize=16,
+                symbolBrush=pg.mkBrush(*METHOD_COLOURS[self.point.method]),
+                symbolPen=pg.mkPen("k"),
+            )
 
     def select_unit(self, unit: int) -> None:
         self.selected = int(unit)
@@ -608,8 +492,8 @@ class TopomapPanel(MethodPanel):
         smooth = ", ".join(f"{layer.name} {layer.smoothness.score:.2f}" for layer in v.layers)
         pins = ", ".join(f"{layer.name} {len(layer.pinwheels)}" for layer in v.layers)
         where = Path(v.path).name if v.path else "(not saved)"
-        self.summary.setText(
-            f"<b>{METHOD_LABELS.get(v.params.method, v.params.method)}</b> on {v.params.data}, seed {v.params.seed}, "
+        self.controls.summary.setText(
+            f"<b>{METHOD_TITLES.get(v.params.method, v.params.method)}</b> on {v.params.data}, seed {v.params.seed}, "
             f"{v.params.epochs} epochs<br>held-out accuracy <b>{v.record.accuracy:.1f}%</b> · {v.record.seconds:.0f} s<br>"
             f"smoothness: {smooth}<br>pinwheels: {pins}<br><i>{where}</i>"
         )
@@ -669,120 +553,88 @@ class TopomapPanel(MethodPanel):
         if view is None:
             self.show_error("Load or train a run first; there is nothing to export yet.")
             return
-
-        def work(job):
-            from engines.topomap import export
-            from engines.topomap.runfile import save_run
-
-            if what == "png":
-                files = export.export_pngs(view, path)
-                return f"Wrote {len(files)} map images to {path}."
-            writer = {"npz": export.export_npz, "csv": export.export_csv, "weights": export.export_weights, "run": lambda v, p: save_run(p, v.record)}[what]
-            writer(view, path)
-            return f"Wrote {path.name}."
-
-        self.exporter.start(work, f"Topomap: export {what}")
+        self.exporter.start(lambda job: work.export(what, view, path, job), f"Topomap: export {what}")
 
     # Session -------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        return {
-            "method": self.method.currentData(),
-            "data": self.data.currentData(),
-            "epochs": self.epochs.value(),
-            "seed": self.seed.value(),
-            "widths": self.widths.text(),
-            "alpha0": self.alpha0.value(),
-            "tau": self.tau.value(),
-            "layer": self.layer.currentText(),
-            "kind": self.kind.currentData(),
-            "class": self.klass.currentIndex(),
-            "pinwheels": self.show_pinwheels.isChecked(),
-            "run": self.view.path if self.view is not None else None,
-        }
+        c = self.controls
+        return to_jsonable(
+            TopomapSession(
+                method=c.method.currentData(),
+                data=c.data.currentData(),
+                epochs=c.epochs.value(),
+                seed=c.seed.value(),
+                widths=c.widths.text(),
+                alpha0=c.alpha0.value(),
+                tau=c.tau.value(),
+                layer=c.layer.currentText(),
+                kind=c.kind.currentData(),
+                klass=c.klass.currentIndex(),
+                pinwheels=c.show_pinwheels.isChecked(),
+                run=self.view.path if self.view is not None else None,
+            )
+        )
 
     def restore(self, state: dict[str, Any]) -> None:
         """Take a session's settings, all or none: every value is checked before any widget
         changes, so a bad one is one sentence and leaves the panel (and its run) as it was."""
         try:
-            checked = self._checked(state)
-        except ValueError as exc:
+            session = from_dict(TopomapSession, mapping(state, "they"))
+            klass = self._session_class(session)
+        except (ValueError, EngineError) as exc:
             self.show_error(f"The session's topomap settings are invalid: {exc}")
             return
-        self._apply(checked)
-        if checked.get("run"):
-            self.open_path(Path(checked["run"]))
+        self._apply(session, klass)
+        if session.run:
+            self.open_path(Path(session.run))
 
-    def _checked(self, state: Any) -> dict[str, Any]:
-        """The session's settings checked against the widgets' own ranges and choices; ValueError
-        names the first bad one. Only keys present are returned (an older session keeps what it lacks)."""
-        mapping(state, "they")
-        out: dict[str, Any] = {}
-        for key, names in (("method", METHODS), ("data", DATASETS), ("kind", dict(KINDS))):
-            if key in state:
-                out[key] = choice(state[key], key, names)
-        for box, key in ((self.epochs, "epochs"), (self.seed, "seed")):
-            if key in state:
-                out[key] = whole(state[key], key, box.minimum(), box.maximum())
-        for box, key in ((self.alpha0, "alpha0"), (self.tau, "tau")):
-            if key in state:
-                out[key] = number(state[key], key, box.minimum(), box.maximum())
-        if "widths" in state:  # any text, as typed in its field: Train checks it, with one sentence
-            out["widths"] = text(state["widths"], "widths")
-        if "pinwheels" in state:
-            out["pinwheels"] = flag(state["pinwheels"], "pinwheels")
-        for key in ("layer", "run"):  # None: no layer chosen, no run shown when it was saved
-            if state.get(key) is not None:
-                out[key] = text(state[key], key)
-        if "class" in state and not (type(state["class"]) is int and state["class"] == -1):  # -1: no classes shown when saved
-            out["class"] = whole(state["class"], "class", 0, self._last_class(run_named="run" in out))
-        return out
+    def _session_class(self, session: TopomapSession) -> int | None:
+        """The session's class index, None when it names none (-1: no classes were shown). Its top
+        is the shown run's last class or, when the session opens a run of its own (its classes
+        unknown until it loads), any data set's."""
+        if session.klass is None or (type(session.klass) is int and session.klass == -1):
+            return None
+        if self.controls.klass.count() and not session.run:
+            last = self.controls.klass.count() - 1
+        else:
+            from engines.topomap.data import dataset_classes
 
-    def _last_class(self, run_named: bool) -> int:
-        """The highest class index a session may name: the shown run's last class, or, when the
-        session opens a run of its own (its classes unknown until it loads), any data set's."""
-        if self.klass.count() and not run_named:
-            return self.klass.count() - 1
-        from engines.topomap.data import dataset_classes
+            last = max(len(dataset_classes(name)) for name in DATASETS) - 1
+        return whole(session.klass, "class", 0, last)
 
-        return max(len(dataset_classes(name)) for name in DATASETS) - 1
-
-    def _apply(self, checked: dict[str, Any]) -> None:
-        """Apply settings that ``_checked`` accepted."""
-        for combo, key in ((self.method, "method"), (self.data, "data"), (self.kind, "kind")):
-            if key in checked:
-                combo.setCurrentIndex(combo.findData(checked[key]))
-        for box, key in ((self.epochs, "epochs"), (self.seed, "seed"), (self.alpha0, "alpha0"), (self.tau, "tau")):
-            if key in checked:
-                box.setValue(checked[key])
-        if "widths" in checked:
-            self.widths.setText(checked["widths"])
-        if "pinwheels" in checked:
-            self.show_pinwheels.setChecked(checked["pinwheels"])
-        self._wanted_layer = checked.get("layer")
-        if "class" in checked:
-            if "run" in checked or checked["class"] >= self.klass.count():
-                self._wanted_class = checked["class"]  # chosen when the run's classes are known
+    def _apply(self, session: TopomapSession, klass: int | None) -> None:
+        """Apply a checked session: what it names (not None) replaces the panel's."""
+        c = self.controls
+        for combo, value in ((c.method, session.method), (c.data, session.data), (c.kind, session.kind)):
+            if value is not None:
+                combo.setCurrentIndex(combo.findData(value))
+        for box, value in ((c.epochs, session.epochs), (c.seed, session.seed), (c.alpha0, session.alpha0), (c.tau, session.tau)):
+            if value is not None:
+                box.setValue(value)
+        if session.widths is not None:
+            c.widths.setText(session.widths)
+        if session.pinwheels is not None:
+            c.show_pinwheels.setChecked(session.pinwheels)
+        self._wanted_layer = session.layer
+        if klass is not None:
+            if session.run or klass >= c.klass.count():
+                self._wanted_class = klass  # chosen when the run's classes are known
             else:
-                self.klass.setCurrentIndex(checked["class"])
+                c.klass.setCurrentIndex(klass)
 
     def _save_choices(self) -> None:
-        settings = self.ctx.settings
-        if hasattr(settings, "set_panel_value"):
-            settings.set_panel_value(self.name, "kind", self.kind.currentData())
-            settings.set_panel_value(self.name, "pinwheels", int(self.show_pinwheels.isChecked()))
+        self.ctx.settings.set_panel_value(self.name, "kind", self.controls.kind.currentData())
+        self.ctx.settings.set_panel_value(self.name, "pinwheels", int(self.controls.show_pinwheels.isChecked()))
 
     def _restore_choices(self) -> None:
-        settings = self.ctx.settings
-        if not hasattr(settings, "panel_value"):
-            return
-        kind = settings.panel_value(self.name, "kind", "category")
-        index = self.kind.findData(kind)
-        self.kind.blockSignals(True)
-        self.kind.setCurrentIndex(max(index, 0))
-        self.kind.blockSignals(False)
-        self.klass.setEnabled(self.kind.currentData() == "dprime")
-        self.show_pinwheels.setChecked(bool(int(settings.panel_value(self.name, "pinwheels", 1))))
+        c, settings = self.controls, self.ctx.settings
+        index = c.kind.findData(settings.panel_value(self.name, "kind", "category"))
+        c.kind.blockSignals(True)
+        c.kind.setCurrentIndex(max(index, 0))
+        c.kind.blockSignals(False)
+        c.klass.setEnabled(c.kind.currentData() == "dprime")
+        c.show_pinwheels.setChecked(bool(int(settings.panel_value(self.name, "pinwheels", 1))))
 
     def shutdown(self) -> None:
         self.play_timer.stop()
-        self.exporter.cancel()
+        super().shutdown()

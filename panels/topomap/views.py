@@ -1,4 +1,5 @@
 """pyqtgraph views of the topomap panel. They only draw what the engine computed."""
+
 from __future__ import annotations
 
 import numpy as np

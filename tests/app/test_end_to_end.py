@@ -1,4 +1,5 @@
 """End to end: the window opens every dock, runs each panel's example, and draws something."""
+
 from __future__ import annotations
 
 from pathlib import Path

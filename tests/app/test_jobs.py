@@ -1,10 +1,9 @@
 """The job runner with a real engine-like function: progress, cancel, errors, stale results."""
+
 from __future__ import annotations
 
 import threading
 import time
-
-import pytest
 
 from engines.core import CancelToken, EngineError, ProgressFn
 

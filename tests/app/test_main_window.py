@@ -1,4 +1,5 @@
 """The main window: docks, menus, layout persistence, palette, sessions, drag-and-drop, closing."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Guards against native-library traps the app fell into once."""
+
 from __future__ import annotations
 
 import subprocess

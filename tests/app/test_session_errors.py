@@ -1,5 +1,6 @@
 """The shell stays up and says one sentence when what it is given is bad: session files, a panel
 that cannot take its part of a session, a WORKBENCH_THREADS torch cannot use, a bad file at start-up."""
+
 from __future__ import annotations
 
 import importlib
@@ -48,8 +49,9 @@ def test_a_panel_that_cannot_restore_does_not_stop_the_others(qapp, tmp_path: Pa
 
     monkeypatch.setattr(segmentation, "restore", broken)
     path = tmp_path / "mixed.wbsession.json"
-    path.write_text(json.dumps({"format": "workbench-session", "version": 1,
-                                "panels": {"segmentation": {"anchors": "many"}, "topomap": {"epochs": 7}}}))
+    path.write_text(
+        json.dumps({"format": "workbench-session", "version": 1, "panels": {"segmentation": {"anchors": "many"}, "topomap": {"epochs": 7}}})
+    )
     assert main_window.open_session(path)
     assert main_window.panel("topomap").epochs.value() == 7
     assert main_window.statusBar().currentMessage() == "Could not restore the segmentation panel: anchors must be a number"

@@ -1,4 +1,5 @@
 """The shell's headless commands and the rules every command follows."""
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,8 @@ def test_an_unwritable_output_is_one_error_line_before_any_work(cli, tmp_path: P
     # /proc takes no new files, even from root: refused before the segmentation runs (no progress line).
     out = cli("segmentation", "run", str(resource_path("segmentation", "example_scene.ply")), "--out", "/proc/labelled.ply")
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        "error: cannot write /proc/labelled.ply: no file can be created in /proc (No such file or directory)"]
+        "error: cannot write /proc/labelled.ply: no file can be created in /proc (No such file or directory)"
+    ]
 
 
 def test_output_paths_are_checked_without_leaving_anything_behind(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
 """Shell commands refuse what they cannot honour with one `error:` line, exit 2 and no file."""
+
 from __future__ import annotations
 
 import subprocess
@@ -57,10 +58,12 @@ def test_a_bad_workbench_threads_is_one_error_line(cli, tmp_path: Path, value: s
 
 def test_headless_windows_show_the_device_not_loading() -> None:
     """What `screenshot` and `demo` capture: the status bar names torch's device, as a user sees it."""
-    script = ("from workbench.cli.main import _close_headless, _headless_window\n"
-              "app, window = _headless_window('1280x820')\n"
-              "print(window.device_label.text(), flush=True)\n"
-              "_close_headless(app, window)\n")
+    script = (
+        "from workbench.cli.main import _close_headless, _headless_window\n"
+        "app, window = _headless_window('1280x820')\n"
+        "print(window.device_label.text(), flush=True)\n"
+        "_close_headless(app, window)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     import torch

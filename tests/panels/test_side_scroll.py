@@ -1,4 +1,5 @@
 """The control columns scroll vertically and are never cut off at their right edge."""
+
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLineEdit, QVBoxLayout, QWidget

@@ -1,4 +1,5 @@
 """`workbench attention ...`: mask statistics, exports, conversion from dense masks, and the benchmark."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _mask_args(export)
     export.add_argument("--out", required=True, type=output_file, help="file to write (.npy, .json, .png or .py)")
     export.add_argument(
-        "--format", choices=("npy", "json", "png", "paddle", "flex", "dense"),
+        "--format",
+        choices=("npy", "json", "png", "paddle", "flex", "dense"),
         help="what to write (default: from the suffix; .py is the Paddle snippet; dense: the boolean N x N mask as .npy)",
     )
 
@@ -53,9 +55,11 @@ def _mask_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, help="sequence length (library masks)")
     parser.add_argument("--vectors", type=existing_file, help="or: startend_row_indices from a .json or .npy file")
     parser.add_argument(
-        "--causal", action=argparse.BooleanOptionalAction, default=None,
+        "--causal",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="with --vectors: the mask is (--causal) or is not (--no-causal) causal; needed for a .npy with C=2 columns "
-             "(default: a .json says it, a .npy with C=1 is causal and C=4 is not)",
+        "(default: a .json says it, a .npy with C=1 is causal and C=4 is not)",
     )
 
 
@@ -72,7 +76,7 @@ def _params(pairs: list[str]) -> dict[str, str]:
 def _load_mask(args: argparse.Namespace):
     """(name, params, FlashMask) from --mask/--n/--param or from --vectors."""
     from engines.attention import library
-    from engines.attention.exports import load_vectors
+    from engines.attention.export import load_vectors
 
     if args.vectors is not None:
         if args.mask:
@@ -91,7 +95,11 @@ def cmd_masks(args: argparse.Namespace) -> None:
 
     library.check_length(args.n)
     data = {
-        name: {"title": spec.title, "description": spec.description, "params": {p.name: {"default": p.default(args.n), "kind": p.kind, "help": p.help} for p in spec.params}}
+        name: {
+            "title": spec.title,
+            "description": spec.description,
+            "params": {p.name: {"default": p.default(args.n), "kind": p.kind, "help": p.help} for p in spec.params},
+        }
         for name, spec in library.MASKS.items()
     }
     lines = []
@@ -120,9 +128,9 @@ def cmd_stats(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from engines.attention.exports import export_mask
+    from engines.attention.export import export_mask
 
-    with cli_job(args, "export ") as (progress, cancel):
+    with cli_job(args, "export ", torch=False) as (progress, cancel):
         name, params, mask = _load_mask(args)
         progress(0.5, f"writing {args.out.name}")
         path = export_mask(mask, args.out, args.format, name, params)
@@ -131,7 +139,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_from_dense(args: argparse.Namespace) -> None:
-    from engines.attention.exports import export_mask, load_dense
+    from engines.attention.export import export_mask, load_dense
 
     causal = {"auto": None, "yes": True, "no": False}[args.causal]
     mask = load_dense(args.dense, causal)
@@ -145,17 +153,15 @@ def cmd_bench(args: argparse.Namespace) -> None:
     import os
 
     from engines.attention.bench import run_bench
-    from engines.attention.exports import timing_csv
-    from engines.attention.timing import TimingSettings
-    from engines.core import configure_threads, write_text
+    from engines.attention.export import timing_csv
+    from engines.attention.params import TimingSettings
+    from engines.core import write_text
 
     backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
     settings = TimingSettings(heads=args.heads, dim=args.dim, batch=args.batch, backends=backends, repeats=args.repeats, warmup=args.warmup)
-    settings.check()
     if args.threads < 0:
         raise EngineError("--threads must not be negative")
-    configure_threads(args.threads or os.cpu_count() or 1)
-    with cli_job(args, "bench ") as (progress, cancel):
+    with cli_job(args, "bench ", threads=args.threads or os.cpu_count() or 1) as (progress, cancel):
         result = run_bench(args.mask, args.n, _params(args.param) or None, settings, progress, cancel)
     if args.csv:
         write_text(args.csv, timing_csv(result.report))
@@ -165,11 +171,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
 def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict[str, Any]:
     """The embedded example: a 4-document causal mask at N=2048, exported and timed briefly."""
     from engines.attention import library
-    from engines.attention.exports import export_mask, timing_csv
-    from engines.attention.timing import TimingSettings, time_cases
-    from engines.core import configure_threads, write_text
+    from engines.attention.export import export_mask, timing_csv
+    from engines.attention.params import TimingSettings
+    from engines.attention.timing import time_cases
+    from engines.core import write_text
 
-    configure_threads()
     name, n = "causal_document", 2048
     params = library.resolve_params(name, n)
     mask = library.build(name, n, params)

@@ -1,4 +1,5 @@
 """Rules every command follows: one JSON object with --json, progress on stderr, exit 2 on user error."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,10 +8,11 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from engines.core import CancelToken, EngineError, ProgressFn, to_jsonable
+from engines.core import CancelToken, EngineError, ProgressFn, configure_threads, to_jsonable
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -84,8 +86,14 @@ class StderrProgress:
 
 
 @contextlib.contextmanager
-def cli_job(args: argparse.Namespace, label: str = "") -> Iterator[tuple[ProgressFn, CancelToken]]:
-    """Progress for stderr and a cancel token that Ctrl+C sets (a second Ctrl+C interrupts hard)."""
+def cli_job(args: argparse.Namespace, label: str = "", *, threads: int | None = None, torch: bool = True) -> Iterator[tuple[ProgressFn, CancelToken]]:
+    """Progress for stderr and a cancel token that Ctrl+C sets (a second Ctrl+C interrupts hard).
+
+    It sets torch's threads first, the one place a command does (``threads``, else WORKBENCH_THREADS,
+    which `main` sets to every core); ``torch=False`` for a command that never loads torch, so that it
+    does not wait for torch's import."""
+    if torch:
+        configure_threads(threads)
     cancel = CancelToken()
     previous = signal.getsignal(signal.SIGINT)
 

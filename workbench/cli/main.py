@@ -1,4 +1,5 @@
 """Entry point of the `workbench` command: no arguments opens the window."""
+
 from __future__ import annotations
 
 import argparse
@@ -92,19 +93,34 @@ def cmd_gui(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> None:
     from importlib.metadata import PackageNotFoundError, version
 
-    from engines.core import configure_threads, describe_device
-
     import workbench
+    from engines.core import configure_threads, describe_device
 
     configure_threads()
     versions: dict[str, Any] = {"workbench": workbench.__version__, "python": platform.python_version()}
-    for dist in ("numpy", "torch", "PySide6-Essentials", "pyqtgraph", "qasync", "open3d-cpu", "open3d", "triton", "scikit-learn", "lark", "shapely", "commonroad-io", "imageio"):
+    for dist in (
+        "numpy",
+        "torch",
+        "PySide6-Essentials",
+        "pyqtgraph",
+        "qasync",
+        "open3d-cpu",
+        "open3d",
+        "triton",
+        "scikit-learn",
+        "lark",
+        "shapely",
+        "commonroad-io",
+        "imageio",
+    ):
         try:
             versions[dist] = version(dist)
         except PackageNotFoundError:
             continue
     data = {"versions": versions, **describe_device(), "platform": platform.platform(), "methods": list(METHODS)}
-    human = "\n".join([f"{k:20} {v}" for k, v in versions.items()] + [f"{'device':20} {data['device']}", f"{'torch threads':20} {data['torch_threads']}"])
+    human = "\n".join(
+        [f"{k:20} {v}" for k, v in versions.items()] + [f"{'device':20} {data['device']}", f"{'torch threads':20} {data['torch_threads']}"]
+    )
     output(args, data, human)
 
 
@@ -269,6 +285,6 @@ def cmd_demo(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     from workbench.bench import run_shell_bench
 
-    with cli_job(args, "bench ") as (progress, cancel):
+    with cli_job(args, "bench ", torch=False) as (progress, cancel):  # its torch job runs in the job runner, which sets the threads
         result = run_shell_bench(starts=args.starts, stall_seconds=args.seconds, progress=progress)
     output(args, result, result.pop("table"))

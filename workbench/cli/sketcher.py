@@ -1,4 +1,5 @@
 """`workbench sketcher ...`: train, solve, render and benchmark the graphics-program sketcher."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from engines.sketcher.polish import POLISH_AFTER
+    from engines.sketcher.params import PROPOSERS, STYLES, SearchParams
+
+    d = SearchParams()
 
     group = add_group(sub, "sketcher", "graphics programs from drawings by tree diffusion (edits on CSG2D syntax trees) plus search")
 
@@ -29,38 +32,44 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     solve = add_command(group, "solve", cmd_solve, "find a program whose render matches a picture")
     solve.add_argument("--target", type=existing_file, required=True, help="image file (any size; dark ink on light, or the reverse)")
-    solve.add_argument("--budget", type=int, default=2000, help="renderer calls to spend (default 2000)")
-    solve.add_argument("--beam", type=int, default=16, help="beam width (default 16)")
-    solve.add_argument("--proposals", type=int, default=8, help="edits asked per beam program and round (default 8)")
-    solve.add_argument("--style", choices=("auto", "filled", "sketch"), default="auto", help="filled shapes or an outline sketch (default: detect)")
+    solve.add_argument("--budget", type=int, default=d.budget, help=f"renderer calls to spend (default {d.budget})")
+    solve.add_argument("--beam", type=int, default=d.beam, help=f"beam width (default {d.beam})")
+    solve.add_argument("--proposals", type=int, default=d.proposals, help=f"edits asked per beam program and round (default {d.proposals})")
+    solve.add_argument("--style", choices=STYLES, default=d.style, help="filled shapes or an outline sketch (default: detect)")
     solve.add_argument("--start", default="", help="a program to continue from (default: empty and random starts)")
-    solve.add_argument("--proposer", choices=("model", "random"), default="model", help="edit model, or the random-mutation baseline")
+    solve.add_argument("--proposer", choices=PROPOSERS, default=PROPOSERS[0], help="edit model, or the random-mutation baseline")
     solve.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
-    solve.add_argument("--polish-after", type=int, default=POLISH_AFTER,
-                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
-    solve.add_argument("--no-residual", dest="residual", action="store_false",
-                       help="polish numbers only, without parts fitted to the wrong pixels")
+    solve.add_argument(
+        "--polish-after",
+        type=int,
+        default=d.polish_after,
+        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
+    )
+    solve.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
     solve.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     solve.add_argument("--out", type=output_file, help="also write the found program's render to this PNG")
 
     bench = add_command(group, "bench", cmd_bench, "edit model vs random-mutation baseline on fresh seeded targets, same search")
     bench.add_argument("--targets", type=int, default=20, help="targets per primitive count (default 20)")
     bench.add_argument("--primitives", default="1-4", help="primitive counts, e.g. 1-4 or 5-8 (default 1-4)")
-    bench.add_argument("--budget", type=int, default=2000, help="renderer calls per target (default 2000)")
-    bench.add_argument("--beam", type=int, default=16, help="beam width (default 16)")
-    bench.add_argument("--proposals", type=int, default=8, help="edits per beam program and round (default 8)")
+    bench.add_argument("--budget", type=int, default=d.budget, help=f"renderer calls per target (default {d.budget})")
+    bench.add_argument("--beam", type=int, default=d.beam, help=f"beam width (default {d.beam})")
+    bench.add_argument("--proposals", type=int, default=d.proposals, help=f"edits per beam program and round (default {d.proposals})")
     bench.add_argument("--sketch", type=int, default=0, help="also this many sketch-style targets (default 0)")
-    bench.add_argument("--polish-after", type=int, default=POLISH_AFTER,
-                       help=f"renders without progress before the best program's numbers are polished; 0: never (default {POLISH_AFTER})")
-    bench.add_argument("--no-residual", dest="residual", action="store_false",
-                       help="polish numbers only, without parts fitted to the wrong pixels")
+    bench.add_argument(
+        "--polish-after",
+        type=int,
+        default=d.polish_after,
+        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
+    )
+    bench.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
     bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
     bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
 
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
-    render.add_argument("--program", required=True, help="CSG2D text, e.g. \"(- (Circle 6 8 8) (Quad 8 8 2 2 H))\"")
+    render.add_argument("--program", required=True, help='CSG2D text, e.g. "(- (Circle 6 8 8) (Quad 8 8 2 2 H))"')
     render.add_argument("--size", default="64", help="image side in pixels (default 64)")
     render.add_argument("--out", type=output_file, required=True, help="PNG or SVG file to write")
 
@@ -70,17 +79,25 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     from engines.sketcher.train import TrainParams, train
 
-    params = TrainParams(minutes=args.minutes, out=str(args.out), seed=args.seed, batch_size=args.batch_size, lr=args.lr, threads=args.threads, data_workers=args.data_workers, data=_data_config(args))
-    log = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
-    with cli_job(args, "train ") as (progress, cancel):
-        result = train(params, progress=progress if log is None else (lambda f, t: None), cancel=cancel, log=log)
+    params = TrainParams(
+        minutes=args.minutes,
+        out=str(args.out),
+        seed=args.seed,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        data_workers=args.data_workers,
+        data=_data_config(args),
+    )
+    lines = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
+    with cli_job(args, "train ", threads=args.threads) as (progress, cancel):
+        result = train(params, progress=progress if lines is None else (lambda f, t: None), cancel=cancel, partial=lines)
     human = f"trained {result.steps - result.resumed_from_step} steps ({result.total_seconds / 60:.1f} min in all) -> {result.out}\n" + "\n".join(
         f"  {k}: {v}" for k, v in result.metrics.items()
     )
     output(args, result.__dict__, human)
 
 
-def _data_config(args: argparse.Namespace) -> "DataConfig":
+def _data_config(args: argparse.Namespace) -> DataConfig:
     """The default data mix with what the command line changes (checked when built)."""
     from dataclasses import replace
 
@@ -106,18 +123,34 @@ def _size(value: str) -> int:
 def cmd_solve(args: argparse.Namespace) -> None:
     from engines.sketcher.api import SolveRequest, png_path, solve_target
     from engines.sketcher.image_input import load_target
-    from engines.sketcher.search import SearchParams
+    from engines.sketcher.params import SearchParams
 
-    params = SearchParams(budget=args.budget, beam=args.beam, proposals=args.proposals, style=args.style, start=args.start, seed=args.seed, polish_after=args.polish_after, residual=args.residual)
-    params.check()
+    params = SearchParams(
+        budget=args.budget,
+        beam=args.beam,
+        proposals=args.proposals,
+        style=args.style,
+        start=args.start,
+        seed=args.seed,
+        polish_after=args.polish_after,
+        residual=args.residual,
+    )
     if args.out:
         png_path(args.out)  # refused before the search, not after it
     target = load_target(args.target)
     with cli_job(args, "solve ") as (progress, cancel):
         result = solve_target(target, SolveRequest(params, args.proposer, str(args.checkpoint or "")), progress, cancel)
-    data = {"program": result.program, "iou": round(result.iou, 4), "renders": result.renders, "seconds": result.seconds,
-            "mean_iou": round(result.mean_iou, 4), "score": round(result.score, 4), "solved": result.solved,
-            "sketch": result.sketch, "proposer": result.proposer}
+    data = {
+        "program": result.program,
+        "iou": round(result.iou, 4),
+        "renders": result.renders,
+        "seconds": result.seconds,
+        "mean_iou": round(result.mean_iou, 4),
+        "score": round(result.score, 4),
+        "solved": result.solved,
+        "sketch": result.sketch,
+        "proposer": result.proposer,
+    }
     if args.out:
         from engines.sketcher.api import render_png
 
@@ -155,9 +188,18 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from engines.core import write_json
     from engines.sketcher.bench import BenchParams, run_bench, table
 
-    params = BenchParams(targets=args.targets, primitives=_range(args.primitives), budget=args.budget, beam=args.beam,
-                         proposals=args.proposals, sketch_targets=args.sketch, seed=args.seed, checkpoint=str(args.checkpoint or ""), polish_after=args.polish_after,
-                         residual=args.residual)
+    params = BenchParams(
+        targets=args.targets,
+        primitives=_range(args.primitives),
+        budget=args.budget,
+        beam=args.beam,
+        proposals=args.proposals,
+        sketch_targets=args.sketch,
+        seed=args.seed,
+        checkpoint=str(args.checkpoint or ""),
+        polish_after=args.polish_after,
+        residual=args.residual,
+    )
     with cli_job(args, "bench ") as (progress, cancel):
         result = run_bench(params, progress, cancel)
     if args.save:
@@ -175,10 +217,10 @@ def demo(out: Path, progress, cancel) -> dict:
     from engines.sketcher.api import SolveRequest
     from engines.sketcher.image_input import load_target
     from engines.sketcher.interactive import convert, export
-    from engines.sketcher.search import SearchParams
+    from engines.sketcher.params import EXAMPLE_BUDGET, SearchParams
 
     target = load_target(resource_path("sketcher", "example.png"))
-    result = convert(target, SolveRequest(SearchParams(budget=1500)), progress, cancel).result
+    result = convert(target, SolveRequest(SearchParams(budget=EXAMPLE_BUDGET)), progress, cancel).result
     for name in ("program.txt", "program.svg", "program.png"):
         export(result.program, out / name, 512)
     summary = {"program": result.program, "iou": round(result.iou, 4), "renders": result.renders, "seconds": result.seconds}

@@ -1,4 +1,5 @@
 """`workbench topomap ...`: train one topographic network, compare every method, export maps."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,9 @@ def _schedule_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=d.epochs, help=f"epochs (default {d.epochs})")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help=f"mini-batch size (default {d.batch_size})")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"SGD learning rate (default {d.lr})")
-    parser.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=d.lr_schedule, help="step: x0.1 at 2/3 and 8/9 of training, as the reference (default); cosine")
+    parser.add_argument(
+        "--lr-schedule", choices=LR_SCHEDULES, default=d.lr_schedule, help="step: x0.1 at 2/3 and 8/9 of training, as the reference (default); cosine"
+    )
     parser.add_argument("--widths", type=str, default=",".join(map(str, d.widths)), help="conv widths, square numbers (default 16,36,64)")
     parser.add_argument("--alpha0", type=float, default=d.alpha0, help=f"SOM learning rate at step 0 (default {d.alpha0})")
     parser.add_argument("--sigma0", type=float, default=None, help="SOM neighbourhood width at step 0 (default sqrt(K) per layer)")
@@ -48,7 +51,7 @@ def _base_params(args: argparse.Namespace, **extra: Any) -> TrainParams:
         tau=args.tau,
         som_width=args.som_width,
         **extra,
-    ).validate()
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--fresh", action="store_true", help="ignore a checkpoint left by an interrupted run")
     _schedule_flags(train)
 
-    comp = add_command(group, "compare", cmd_compare, "train every method over several seeds and report accuracy and smoothness (mean ± std)")
+    # `bench` is every method group's benchmark verb; `compare` is its older name, kept as an alias.
+    comp = add_command(
+        group, "bench", cmd_bench, "train every method over several seeds and report accuracy and smoothness (mean ± std)", aliases=["compare"]
+    )
     comp.add_argument("--seeds", type=int, default=3, help="seeds per method (default 3)")
     comp.add_argument("--first-seed", type=int, default=0, help="first seed (default 0): seeds run from it upwards")
     comp.add_argument("--methods", type=str, default=",".join(METHODS), help="comma-separated methods (default all)")
@@ -84,12 +90,10 @@ def _check_out(path: Path) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.topomap.train import train
 
     params = _base_params(args, method=args.method, seed=args.seed)
     _check_out(args.out)
-    configure_threads()
     with cli_job(args, "train ") as (progress, cancel):
         result = train(params, out=args.out, progress=progress, cancel=cancel, resume=not args.fresh)
     smooth = "  ".join(f"{k} {v:.2f}" for k, v in result.smoothness.items())
@@ -100,15 +104,14 @@ def cmd_train(args: argparse.Namespace) -> None:
     output(args, to_jsonable(result), human)
 
 
-def cmd_compare(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads, write_json
+def cmd_bench(args: argparse.Namespace) -> None:
+    from engines.core import write_json
     from engines.topomap.compare import compare
 
-    params = CompareParams(seeds=args.seeds, first_seed=args.first_seed, methods=_methods(args.methods), base=_base_params(args)).validate()
+    params = CompareParams(seeds=args.seeds, first_seed=args.first_seed, methods=_methods(args.methods), base=_base_params(args))
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise EngineError(f"--out {args.out} is a file; give a folder for the run files")
-    configure_threads()
-    with cli_job(args, "compare ") as (progress, cancel):
+    with cli_job(args, "bench ") as (progress, cancel):
         result = compare(params, out_dir=args.out, progress=progress, cancel=cancel)
     data = to_jsonable(result)
     data["format"] = "workbench-topomap-compare"
@@ -118,11 +121,9 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 
 def cmd_maps(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.topomap.export import export_all
     from engines.topomap.runview import open_run
 
-    configure_threads()
     with cli_job(args, "maps ") as (progress, cancel):
         view = open_run(args.run, progress=progress, cancel=cancel)
         files = export_all(view, args.out)
@@ -140,12 +141,10 @@ def cmd_maps(args: argparse.Namespace) -> None:
 
 def demo(out: Path, progress, cancel) -> dict:
     """The shipped CB-SOM run's maps, exported (used by `workbench demo`)."""
-    from engines.core import configure_threads, resource_path
+    from engines.core import resource_path
     from engines.topomap.export import export_all
     from engines.topomap.runview import open_run
 
-    configure_threads()
     view = open_run(resource_path("topomap", SHIPPED_RUN), progress=progress, cancel=cancel)
     files = export_all(view, out)
     return {"run": SHIPPED_RUN, "accuracy": view.record.accuracy, "files": sum(len(v) for v in files.values())}
-

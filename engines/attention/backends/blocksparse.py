@@ -19,6 +19,7 @@ fold in at the same time), so a busy machine costs no OpenMP barrier per call. B
 the plan with the fused backward op, which, given the merged output and log-sum-exp, returns each
 piece's exact share of dQ, dK and dV.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -121,7 +122,7 @@ def make_plan(
     return Plan(groups, tasks, block_q, mask, pieces)
 
 
-def _head_tasks(layout: BlockLayout, fine: BlockLayout, split: int, b: int, hm: int, pieces: "PieceMasks") -> list[Task]:
+def _head_tasks(layout: BlockLayout, fine: BlockLayout, split: int, b: int, hm: int, pieces: PieceMasks) -> list[Task]:
     """The calls for one mask head (group index 0): shared unmasked blocks of aligned tile groups,
     then what each tile still needs as half-height leaves, diagonal bands batched."""
     rows, cols = layout.row_edges, layout.col_edges

@@ -5,6 +5,7 @@ The tile classification gives Flex exactly what it wants: partial tiles become `
 left out. One ``mask_mod`` reads the four interval vectors, so every mask of a given shape reuses
 one compiled kernel. On the CPU Flex is inference-only (it refuses backward).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -72,9 +73,7 @@ def block_mask(mask: FlashMask, heads: int, device: torch.device | str = "cpu"):
 
 def _make_mask_mod(lts, lte, uts, ute, causal, offset):
     def mask_mod(b, h, q_idx, kv_idx):
-        hidden = ((q_idx >= lts[b, h, kv_idx]) & (q_idx < lte[b, h, kv_idx])) | (
-            (q_idx >= uts[b, h, kv_idx]) & (q_idx < ute[b, h, kv_idx])
-        )
+        hidden = ((q_idx >= lts[b, h, kv_idx]) & (q_idx < lte[b, h, kv_idx])) | ((q_idx >= uts[b, h, kv_idx]) & (q_idx < ute[b, h, kv_idx]))
         hidden = hidden | (causal & (kv_idx > q_idx + offset))
         return ~hidden
 

@@ -1,4 +1,5 @@
 """Ground truth: float64 dense softmax over the materialised mask (rows with no visible key give 0)."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """What users do today: torch SDPA with a materialised N_q x N_k boolean mask."""
+
 from __future__ import annotations
 
 import torch

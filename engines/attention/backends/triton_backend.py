@@ -3,6 +3,7 @@
 It runs on a CUDA GPU, or on CPU tensors when ``TRITON_INTERPRET=1`` was set before the kernels
 were imported (Triton's interpreter; slow, used by the tests at small sizes).
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,13 @@ class _Launch:
 
     def common(self, block_m: int) -> dict:
         return dict(
-            CAUSAL=self.causal, BLOCK_M=block_m, BLOCK_N=self.block_n, BLOCK_D=self.block_d, HEAD_D=self.d,
-            PRECISION=self.precision, num_warps=self.warps,
+            CAUSAL=self.causal,
+            BLOCK_M=block_m,
+            BLOCK_N=self.block_n,
+            BLOCK_D=self.block_d,
+            HEAD_D=self.d,
+            PRECISION=self.precision,
+            num_warps=self.warps,
         )
 
     def scalars(self) -> tuple:
@@ -80,9 +86,21 @@ def _forward(q, k, v, launch: _Launch) -> tuple[torch.Tensor, torch.Tensor]:
     lse = torch.empty((launch.bh, launch.n_q), dtype=torch.float32, device=q.device)
     grid = (-(-launch.n_q // launch.block_m), launch.bh)
     flashmask_fwd[grid](
-        q, k, v, out, lse, launch.vec, launch.mm,
-        *_s3(q), *_s3(k), *_s3(v), *_s3(out), *launch.vec_strides, *launch.mm_strides,
-        *launch.scalars(), **launch.common(launch.block_m),
+        q,
+        k,
+        v,
+        out,
+        lse,
+        launch.vec,
+        launch.mm,
+        *_s3(q),
+        *_s3(k),
+        *_s3(v),
+        *_s3(out),
+        *launch.vec_strides,
+        *launch.mm_strides,
+        *launch.scalars(),
+        **launch.common(launch.block_m),
     )
     return out, lse
 

@@ -1,5 +1,6 @@
 """`workbench attention ...`: stats, exports (snippets that really reproduce the mask), conversion
 from dense masks, a tiny benchmark, and one `error:` line with exit 2 for every user mistake."""
+
 from __future__ import annotations
 
 import json
@@ -62,7 +63,12 @@ def test_paddle_snippet_carries_the_exact_vectors(cli, tmp_path: Path, monkeypat
     fake.to_tensor = lambda a, dtype=None: np.asarray(a)
     fa = types.ModuleType("paddle.nn.functional.flash_attention")
     fa.flashmask_attention = lambda q, k, v, startend_row_indices, causal: (startend_row_indices, causal)
-    for mod, obj in (("paddle", fake), ("paddle.nn", types.ModuleType("paddle.nn")), ("paddle.nn.functional", types.ModuleType("paddle.nn.functional")), ("paddle.nn.functional.flash_attention", fa)):
+    for mod, obj in (
+        ("paddle", fake),
+        ("paddle.nn", types.ModuleType("paddle.nn")),
+        ("paddle.nn.functional", types.ModuleType("paddle.nn.functional")),
+        ("paddle.nn.functional.flash_attention", fa),
+    ):
         monkeypatch.setitem(sys.modules, mod, obj)
     scope: dict = {"__name__": "snippet"}
     exec(compile(target.read_text(), str(target), "exec"), scope)
@@ -119,8 +125,23 @@ def test_user_mistakes_are_one_error_line(cli, args, fragment: str) -> None:
 
 def test_tiny_bench_json_has_the_table_and_goals(cli, tmp_path: Path) -> None:
     out = cli(
-        "attention", "bench", "--mask", "causal_document", "--n", "256", "--heads", "2", "--dim", "16", "--repeats", "2",
-        "--backends", "sdpa_dense,blocksparse", "--csv", str(tmp_path / "t.csv"), "--json",
+        "attention",
+        "bench",
+        "--mask",
+        "causal_document",
+        "--n",
+        "256",
+        "--heads",
+        "2",
+        "--dim",
+        "16",
+        "--repeats",
+        "2",
+        "--backends",
+        "sdpa_dense,blocksparse",
+        "--csv",
+        str(tmp_path / "t.csv"),
+        "--json",
     )
     data = _ok(out)
     case = data["report"]["cases"][0]

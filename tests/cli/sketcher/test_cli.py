@@ -1,4 +1,5 @@
 """`workbench sketcher ...`: results as one JSON object, user mistakes as one error line, exit 2."""
+
 from __future__ import annotations
 
 import json
@@ -107,8 +108,25 @@ def test_train_records_the_data_mix_it_was_given(cli, tmp_path: Path) -> None:
     from engines.sketcher.train import load_checkpoint
 
     out = tmp_path / "m.pt"
-    proc = cli("sketcher", "train", "--minutes", "0.02", "--out", str(out), "--batch-size", "4", "--threads", "1", "--data-workers", "0",
-               "--primitive-weights", "0,1,2", "--sketch-fraction", "0.5", "--json")
+    proc = cli(
+        "sketcher",
+        "train",
+        "--minutes",
+        "0.02",
+        "--out",
+        str(out),
+        "--batch-size",
+        "4",
+        "--threads",
+        "1",
+        "--data-workers",
+        "0",
+        "--primitive-weights",
+        "0,1,2",
+        "--sketch-fraction",
+        "0.5",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     data = load_checkpoint(out)["data"]
     assert tuple(data["primitive_weights"]) == (0, 1, 2) and data["sketch_fraction"] == 0.5

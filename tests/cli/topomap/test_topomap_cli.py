@@ -1,4 +1,5 @@
 """`workbench topomap ...` end to end on tiny runs: one JSON object, files written, exit 2 on mistakes."""
+
 from __future__ import annotations
 
 import json
@@ -63,7 +64,9 @@ def test_compare_reports_every_method_with_mean_and_std(cli, tmp_path: Path) -> 
         (["train", "--out", "x.topomap.pt", "--alpha0", "5"], "alpha0"),
         (["train", "--out", "x.pt"], "must end in .topomap.pt"),
         (["train", "--out", "x.topomap.pt", "--method", "kohonen"], "invalid choice"),
-        (["compare", "--seeds", "0"], "seeds"),
+        (["compare", "--seeds", "0"], "seeds"),  # the old name of bench, kept as an alias
+        (["bench", "--seeds", "0"], "seeds"),
+        (["bench", "--methods", "none,magic"], "unknown method"),
         (["compare", "--methods", "none,magic"], "unknown method"),
         (["maps", "missing.topomap.pt", "--out", "m"], "no such file"),
     ],

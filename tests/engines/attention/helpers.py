@@ -1,4 +1,5 @@
 """Independent ground truth for the tests: masks written element by element from their definitions."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Every backend agrees with the float64 reference (1e-5, fp32): library masks, random masks,
 awkward sizes, N_q != N_k, per-head masks; gradients of blocksparse match the reference."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -104,7 +105,7 @@ def test_piece_masks_past_the_budget_are_built_per_call_with_the_same_result(mon
 def test_a_cancelled_job_stops_blocksparse_between_its_tasks(monkeypatch, workers: str) -> None:
     """One call at N = 128K runs for minutes: Cancel must not wait for all of it."""
     from engines.attention.workers import cancel_scope
-    from engines.core import CancelToken, Cancelled
+    from engines.core import Cancelled, CancelToken
 
     monkeypatch.setenv("FLASHMASK_THREADS", workers)
     q, k, v = _qkv(1000, 1000, 3, grad=True)

@@ -1,4 +1,5 @@
 """Tile classification is never wrong about a tile, and the memory numbers are what they say."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Composition by interval arithmetic equals the dense intersection / union, or names the column."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The private fused CPU flash ops, wrapped in engines/attention/cpu_flash.py, behave as we rely on."""
+
 from __future__ import annotations
 
 import math
@@ -65,7 +66,9 @@ def test_backward_of_key_and_query_pieces_sums_to_the_whole() -> None:
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     for rows in (slice(0, 40), slice(40, 90)):
         for cols in (slice(0, 25), slice(25, 90)):
-            gq, gk, gv = flash_backward(grad[:, :, rows], q[:, :, rows].detach(), k[:, :, cols].detach(), v[:, :, cols].detach(), out[:, :, rows], lse[:, :, rows])
+            gq, gk, gv = flash_backward(
+                grad[:, :, rows], q[:, :, rows].detach(), k[:, :, cols].detach(), v[:, :, cols].detach(), out[:, :, rows], lse[:, :, rows]
+            )
             dq[:, :, rows] += gq
             dk[:, :, cols] += gk
             dv[:, :, cols] += gv

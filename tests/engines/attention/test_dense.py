@@ -1,4 +1,5 @@
 """Dense round trips, the error for masks FlashMask cannot hold, and the N²-free heat map."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The prepared GPU benchmark refuses cleanly without a GPU (its numbers need one)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Every library mask equals an independent element-by-element construction of the same mask."""
+
 from __future__ import annotations
 
 import tracemalloc

@@ -1,4 +1,5 @@
 """Paddle's startend_row_indices semantics, checked against the rules applied literally."""
+
 from __future__ import annotations
 
 import json
@@ -73,15 +74,18 @@ def test_as_mask_checks_lengths_and_mode() -> None:
     assert to_dense(as_mask(None, True, 3, 3))[0, 0].sum() == 6
 
 
-@pytest.mark.parametrize("n_q,fragment", [
-    ([1], "n_q [1] must be a whole number"),  # was a TypeError traceback
-    (10**12, "n_q 1000000000000 must be a whole number from 1 to 1048576"),  # was a 58 GiB allocation
-    (16.7, "n_q 16.7 must be a whole number"),  # was silently truncated to 16
-    ("16", "n_q '16' must be a whole number"),
-    (True, "n_q True must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "n_q,fragment",
+    [
+        ([1], "n_q [1] must be a whole number"),  # was a TypeError traceback
+        (10**12, "n_q 1000000000000 must be a whole number from 1 to 1048576"),  # was a 58 GiB allocation
+        (16.7, "n_q 16.7 must be a whole number"),  # was silently truncated to 16
+        ("16", "n_q '16' must be a whole number"),
+        (True, "n_q True must be a whole number"),
+    ],
+)
 def test_query_lengths_from_files_are_checked_like_library_lengths(tmp_path, n_q, fragment: str) -> None:
-    from engines.attention.exports import load_vectors
+    from engines.attention.export import load_vectors
 
     path = tmp_path / "v.json"
     path.write_text(json.dumps({"causal": True, "n_q": n_q, "startend_row_indices": [[16]] * 16}))
@@ -91,8 +95,8 @@ def test_query_lengths_from_files_are_checked_like_library_lengths(tmp_path, n_q
 
 
 def test_causal_in_a_json_file_must_be_a_boolean(tmp_path) -> None:
-    """"false" (a string) was read as True."""
-    from engines.attention.exports import load_vectors
+    """ "false" (a string) was read as True."""
+    from engines.attention.export import load_vectors
 
     path = tmp_path / "v.json"
     path.write_text(json.dumps({"causal": "false", "n_q": 16, "startend_row_indices": [[16, 0]] * 16}))
@@ -104,7 +108,7 @@ def test_causal_in_a_json_file_must_be_a_boolean(tmp_path) -> None:
 
 @pytest.mark.parametrize("c,causal", [(1, True), (4, False)])
 def test_npy_vectors_infer_the_mode_from_c_and_c2_needs_it_said(tmp_path, c: int, causal: bool) -> None:
-    from engines.attention.exports import load_vectors, vectors_npy
+    from engines.attention.export import load_vectors, vectors_npy
 
     mask = make_mask(np.tile([16, 16, 0, 0], (16, 1)) if c == 4 else np.full((16, 1), 16), causal, 16)
     (tmp_path / "v.npy").write_bytes(vectors_npy(mask))

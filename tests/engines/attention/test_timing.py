@@ -1,4 +1,5 @@
 """Timing, sweep and benchmark plumbing on tiny shapes (the numbers themselves are the bench's job)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,9 +8,9 @@ import pytest
 
 from engines.attention import build
 from engines.attention.bench import check_goals, format_table, run_bench
-from engines.attention.exports import timing_csv
+from engines.attention.export import timing_csv
 from engines.attention.timing import CaseTiming, TimingSettings, time_cases, time_sweep
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import Cancelled, CancelToken, EngineError
 
 TINY = TimingSettings(heads=2, dim=16, repeats=2, warmup=1, backends=("sdpa_dense", "blocksparse"))
 
@@ -35,7 +36,6 @@ def test_a_timing_run_builds_each_plan_once(monkeypatch) -> None:
     8-entry LRU rebuilt every plan on every call of the benchmark)."""
     from engines.attention import MASKS
     from engines.attention.backends import blocksparse
-
     from engines.attention.mask_cache import MaskCache
 
     shipped = blocksparse.PLANS  # the same settings, empty
@@ -103,11 +103,14 @@ def test_bench_checks_the_goals_it_prints() -> None:
         row = replace(bs, pct_of_ideal=pct, pct_of_ideal_best=pct_best, speedup_vs_flex=flex, speedup_vs_flex_best=flex_best)
         return replace(case, name=name, stats=replace(case.stats, rho=rho), rows=(case.row("sdpa_dense"), row))
 
-    report = replace(result.report, cases=(
-        made("all_met", 0.75, 81.0, 81.0, 1.1, 1.1),
-        made("median_missed", 0.75, 79.0, 81.0, 0.9, 1.1),
-        made("not_sparse", 0.25, 79.0, 85.0, None, None),
-    ))
+    report = replace(
+        result.report,
+        cases=(
+            made("all_met", 0.75, 81.0, 81.0, 1.1, 1.1),
+            made("median_missed", 0.75, 79.0, 81.0, 0.9, 1.1),
+            made("not_sparse", 0.25, 79.0, 85.0, None, None),
+        ),
+    )
     goals = check_goals(report)
     masks = goals["masks"]
     assert all(masks["all_met"][k] for k in ("ideal_ok", "ideal_ok_best", "faster_than_flex", "faster_than_flex_best"))

@@ -1,5 +1,6 @@
 """The Triton FlashMask kernels: exact forward and backward under the interpreter, and they
 compile for real GPUs (sm_80, bf16) even on a machine without one."""
+
 from __future__ import annotations
 
 import json

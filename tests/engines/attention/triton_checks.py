@@ -3,6 +3,7 @@
 Run as ``TRITON_INTERPRET=1 python -m tests.engines.attention.triton_checks``: the variable must
 be set before triton compiles the kernels, so the test runs this in a fresh interpreter.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The background data worker yields the same batches, in the same order, as the in-process path."""
+
 from __future__ import annotations
 
 import itertools

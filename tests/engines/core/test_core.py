@@ -1,4 +1,5 @@
 """The engine protocol: cancellation, throttled progress, atomic writes, JSON round trips."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 
 from engines.core import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     EngineError,
     atomic_path,
     atomic_write,

@@ -1,4 +1,5 @@
 """Benchmark intervals: bootstrap over items (paired and pooled) and Wilson intervals for rates."""
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """from_dict enforces the types it is given: a wrong-typed field is one sentence naming its path,
 never a crash deep in the engine that reads it later."""
+
 from __future__ import annotations
 
 import math
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from engines.core import EngineError, from_dict
+from engines.core.serial import CHECK, KEY
 
 
 @dataclass(frozen=True)
@@ -25,18 +27,21 @@ class Track:
     notes: dict[str, float] = field(default_factory=dict)
 
 
-@pytest.mark.parametrize("data,needle", [
-    ({"name": "a", "start": None}, r"field 'start' must be an object \(Point\), got None"),
-    ({"name": "a", "start": [1, 2]}, r"field 'start' must be an object \(Point\), got \[1, 2\]"),
-    ({"name": "a", "start": {"x": "abc"}}, r"field 'start.x' must be a number, got 'abc'"),
-    ({"name": "a", "start": {"y": 1.0}}, r"Point at start lacks the field\(s\) 'x'"),
-    ({"name": "a", "tags": "abc"}, r"field 'tags' must be a list, got 'abc'"),
-    ({"name": "a", "points": [[1, 2], [3]]}, r"field 'points\[1\]' must be a list of 2 values, got \[3\]"),
-    ({"name": "a", "points": [[1, True]]}, r"field 'points\[0\]\[1\]' must be a number, got True"),
-    ({"name": "a", "notes": [1]}, r"field 'notes' must be an object, got \[1\]"),
-    ({"name": 5}, r"field 'name' must be str, got 5"),
-    ({}, r"Track lacks the field\(s\) 'name'"),
-])
+@pytest.mark.parametrize(
+    "data,needle",
+    [
+        ({"name": "a", "start": None}, r"field 'start' must be an object \(Point\), got None"),
+        ({"name": "a", "start": [1, 2]}, r"field 'start' must be an object \(Point\), got \[1, 2\]"),
+        ({"name": "a", "start": {"x": "abc"}}, r"field 'start.x' must be a number, got 'abc'"),
+        ({"name": "a", "start": {"y": 1.0}}, r"Point at start lacks the field\(s\) 'x'"),
+        ({"name": "a", "tags": "abc"}, r"field 'tags' must be a list, got 'abc'"),
+        ({"name": "a", "points": [[1, 2], [3]]}, r"field 'points\[1\]' must be a list of 2 values, got \[3\]"),
+        ({"name": "a", "points": [[1, True]]}, r"field 'points\[0\]\[1\]' must be a number, got True"),
+        ({"name": "a", "notes": [1]}, r"field 'notes' must be an object, got \[1\]"),
+        ({"name": 5}, r"field 'name' must be str, got 5"),
+        ({}, r"Track lacks the field\(s\) 'name'"),
+    ],
+)
 def test_wrong_types_and_shapes_name_the_field(data: dict, needle: str) -> None:
     with pytest.raises(EngineError, match=needle):
         from_dict(Track, data)
@@ -55,3 +60,31 @@ def test_json_loads_names_the_file_for_bad_and_deeply_nested_text() -> None:
         json_loads("{oops", "x.json")
     with pytest.raises(EngineError, match="x.json is not valid JSON here: its lists or objects nest too deeply"):
         json_loads("[" * 100_000 + "]" * 100_000, "x.json")
+
+
+def _even(value, name="count"):
+    if not isinstance(value, int) or value % 2:
+        raise ValueError(f"{name} must be an even whole number, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Checked:
+    count: int = field(default=0, metadata={CHECK: _even})
+    klass: str = field(default="", metadata={KEY: "class"})
+
+
+def test_a_field_check_reads_the_value_and_its_sentence_is_the_error() -> None:
+    assert from_dict(Checked, {"count": 4}).count == 4
+    with pytest.raises(EngineError) as info:
+        from_dict(Checked, {"count": 3})
+    assert str(info.value) == "count must be an even whole number, not 3"
+
+
+def test_a_field_with_a_json_key_is_read_and_written_under_that_key() -> None:
+    from engines.core import to_jsonable
+
+    value = from_dict(Checked, {"class": "b"})
+    assert value.klass == "b" and to_jsonable(value) == {"count": 0, "class": "b"}
+    with pytest.raises(EngineError, match="unknown Checked field"):
+        from_dict(Checked, {"klass": "b"})

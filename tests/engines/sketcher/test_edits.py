@@ -1,4 +1,5 @@
 """Small mutations, the reverse edit path and training pairs."""
+
 from __future__ import annotations
 
 import random
@@ -8,8 +9,8 @@ import numpy as np
 from engines.sketcher.editpath import differing_nodes, edit_path, next_edits, training_pair
 from engines.sketcher.edits import Edit, count_primitives, mutate, node_end, primitive_counts, random_mutation, random_program
 from engines.sketcher.language import parse, to_text
-from engines.sketcher.sketch import sketch_render
 from engines.sketcher.render import render
+from engines.sketcher.sketch import sketch_render
 from engines.sketcher.vocab import rule_of
 
 

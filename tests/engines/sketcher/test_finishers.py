@@ -1,4 +1,5 @@
 """The search's finishers beyond numbers: residual edits for filled targets, settling for sketches."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,8 @@ from engines.sketcher.language import parse, to_text
 from engines.sketcher.render import foreground_iou, render
 from engines.sketcher.residual import fit_primitives, residual_edits
 from engines.sketcher.search import SearchParams, solve
-from engines.sketcher.sketch import SketchStyle, sketch_render
 from engines.sketcher.similarity import boundary, outline, outline_distance
+from engines.sketcher.sketch import SketchStyle, sketch_render
 
 from .test_polish import _AddsFarDiscs
 
@@ -61,11 +62,14 @@ def test_outline_distance_is_zero_on_the_strokes_and_grows_with_the_offset() -> 
     assert d[0] == 0.0 and 0 < d[1] < d[2] and np.isinf(d[3])
 
 
-@pytest.mark.parametrize("drawn, smaller, larger", [
-    ("(Quad 6 7 1 6 G)", "(Quad 6 7 1 5 G)", "(Quad 6 7 1 7 G)"),
-    ("(Quad 8 8 6 4 G)", "(Quad 8 8 5 4 G)", "(Quad 8 8 7 4 G)"),
-    ("(Circle 3 8 8)", "(Circle 2 8 8)", "(Circle 4 8 8)"),
-])
+@pytest.mark.parametrize(
+    "drawn, smaller, larger",
+    [
+        ("(Quad 6 7 1 6 G)", "(Quad 6 7 1 5 G)", "(Quad 6 7 1 7 G)"),
+        ("(Quad 8 8 6 4 G)", "(Quad 8 8 5 4 G)", "(Quad 8 8 7 4 G)"),
+        ("(Circle 3 8 8)", "(Circle 2 8 8)", "(Circle 4 8 8)"),
+    ],
+)
 def test_a_steady_hand_draws_on_the_boundary_and_the_drawn_size_lies_closest(drawn: str, smaller: str, larger: str) -> None:
     steady = SketchStyle(centre_jitter=0, size_jitter=0, angle_jitter_deg=0, wobble=(0, 0), gap_chance=0, stroke_px=(1.0, 1.0))
     strokes = sketch_render(parse(drawn), np.random.default_rng(0), style=steady)

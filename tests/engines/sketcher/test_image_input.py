@@ -1,4 +1,5 @@
 """Pictures of any size and format become 64x64 targets; unusable files get one clear error."""
+
 from __future__ import annotations
 
 import struct
@@ -77,6 +78,7 @@ def test_unusable_files_are_one_clear_error(tmp_path: Path) -> None:
 
 def test_a_decompression_bomb_is_refused_by_size(tmp_path: Path) -> None:
     """A tiny file whose header claims 10^10 pixels: PIL refuses it on open, which must read as ours."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 

@@ -1,4 +1,5 @@
 """What the panel shows, computed by the engine: previews, syntax trees, targets, exports."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -101,4 +102,3 @@ def test_export_to_a_folder_or_an_unwritable_place_is_one_sentence(tmp_path: Pat
     assert interactive.export(program, tmp_path / "bare") == tmp_path / "bare.txt"
     with pytest.raises(EngineError, match="cannot create the folder"):
         interactive.export(program, tmp_path / "bare.txt" / "inside.svg")
-

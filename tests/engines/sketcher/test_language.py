@@ -1,4 +1,5 @@
 """CSG2D: the grammar, printing back identically, and errors that name the position."""
+
 from __future__ import annotations
 
 import random
@@ -54,6 +55,7 @@ def test_empty_program_is_an_error() -> None:
 
 def test_nesting_is_bounded_with_its_position() -> None:
     """Thousands of nested operators once blew Python's recursion limit; 100 still parse and render."""
+
     def chain(n: int) -> str:
         return "(+ (Circle 1 1 1) " * n + "(Circle 1 1 1)" + ")" * n
 
@@ -64,9 +66,15 @@ def test_nesting_is_bounded_with_its_position() -> None:
     assert error_position(str(info.value)) == 18 * MAX_DEPTH + 4  # the circle one level too deep
 
 
-@pytest.mark.parametrize("text, end, follows", [("(Circle 6 8 8)x", 14, "'x'"), ("(Circle 6 8 8))", 14, "')'"),
-                                                ("(Circle 6 8 8)\n(Circle 1 2 3)", 14, "'\\n'"),
-                                                ("  (+ (Circle 6 8 8) (Circle 1 2 3))(", 35, "'('")])
+@pytest.mark.parametrize(
+    "text, end, follows",
+    [
+        ("(Circle 6 8 8)x", 14, "'x'"),
+        ("(Circle 6 8 8))", 14, "')'"),
+        ("(Circle 6 8 8)\n(Circle 1 2 3)", 14, "'\\n'"),
+        ("  (+ (Circle 6 8 8) (Circle 1 2 3))(", 35, "'('"),
+    ],
+)
 def test_text_after_a_complete_program_is_said_as_such(text: str, end: int, follows: str) -> None:
     """Not "expected ' ' or ')'": the program was whole, and something came after it."""
     with pytest.raises(EngineError) as info:

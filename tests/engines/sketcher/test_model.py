@@ -1,5 +1,6 @@
 """The edit model: constrained decoding only proposes valid edits, decoding agrees with training,
 and training resumes from its checkpoint."""
+
 from __future__ import annotations
 
 import random
@@ -86,7 +87,7 @@ def test_targets_follow_the_primitive_weights() -> None:
 
 def test_training_runs_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "model.pt"
-    params = TrainParams(minutes=0.04, out=str(out), batch_size=8, threads=1, validation_size=16)
+    params = TrainParams(minutes=0.04, out=str(out), batch_size=8, validation_size=16)
     first = train(params)
     assert out.is_file() and first.steps >= 1 and first.resumed_from_step == 0
     assert set(first.metrics) >= {"validation_loss", "validation_pointer_accuracy"}

@@ -1,4 +1,5 @@
 """Numeric polish: the number changes it renders, and the near misses it finishes."""
+
 from __future__ import annotations
 
 from itertools import count
@@ -24,7 +25,7 @@ def test_numeric_edits_change_one_number_by_up_to_two_or_two_numbers_of_one_prim
     for child in children:
         diff = _changed(program, child)
         assert 1 <= len(diff) <= 2
-        for i, a, b in diff:
+        for _, a, b in diff:
             if a >= ANG0:
                 assert (b - a) % 8 in (1, 2, 6, 7)  # angles wrap: N + 1 is G
             else:

@@ -1,4 +1,5 @@
 """The renderer: hand-checked geometry, true tree semantics, any size, IoU measures."""
+
 from __future__ import annotations
 
 import random

@@ -1,10 +1,11 @@
 """Beam search under a render budget: solving, streaming, the edit path, cancelling, bad input."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import Cancelled, CancelToken, EngineError
 from engines.sketcher.decode import RandomProposer
 from engines.sketcher.language import parse
 from engines.sketcher.render import render
@@ -14,7 +15,7 @@ from engines.sketcher.search import SearchParams, solve
 def test_random_search_solves_a_single_disc_and_replays_its_path() -> None:
     target = render(parse("(Circle 5 8 8)"))
     updates = []
-    result = solve(target, RandomProposer(0), SearchParams(budget=3000, seed=0, style="filled"), on_update=lambda c, r: updates.append((c, r)))
+    result = solve(target, RandomProposer(0), SearchParams(budget=3000, seed=0, style="filled"), partial=lambda c, r: updates.append((c, r)))
     assert result.solved and result.iou >= 0.98
     assert result.renders <= 3000
     # the reported program really draws the disc: its IoU recomputed here, not taken from the result
@@ -62,12 +63,13 @@ def test_cancel_stops_the_search() -> None:
 
 
 @pytest.mark.parametrize(
-    "params, message",
-    [(SearchParams(budget=0), "budget"), (SearchParams(beam=0), "beam"), (SearchParams(style="ink"), "style"), (SearchParams(start="(Circle 1 2)"), "syntax error")],
+    "given, message",
+    [({"budget": 0}, "budget"), ({"beam": 0}, "beam"), ({"style": "ink"}, "style"), ({"start": "(Circle 1 2)"}, "syntax error")],
 )
-def test_bad_parameters_are_one_clear_error(params: SearchParams, message: str) -> None:
+def test_bad_parameters_are_one_clear_error(given: dict, message: str) -> None:
+    """Out-of-range values are refused when the parameters are made; a bad start program when it is read."""
     with pytest.raises(EngineError, match=message):
-        solve(render(parse("(Circle 5 8 8)")), RandomProposer(0), params)
+        solve(render(parse("(Circle 5 8 8)")), RandomProposer(0), SearchParams(**given))
 
 
 def test_empty_target_is_refused() -> None:
@@ -141,5 +143,5 @@ def test_seeds_torch_cannot_take_are_refused_before_the_search(seed: int) -> Non
     with pytest.raises(EngineError, match="seed must be an integer from 0 to 2\\^31-1"):
         solve_target(render(parse("(Circle 5 8 8)")), SolveRequest(SearchParams(budget=10, seed=seed)))
     with pytest.raises(EngineError, match="seed"):
-        BenchParams(seed=seed).check()
-    SearchParams(seed=2**31 - 1).check()
+        BenchParams(seed=seed)
+    assert SearchParams(seed=2**31 - 1).seed == 2**31 - 1

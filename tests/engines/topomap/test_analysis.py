@@ -1,4 +1,5 @@
 """Map statistics on constructed maps with known answers."""
+
 from __future__ import annotations
 
 import numpy as np

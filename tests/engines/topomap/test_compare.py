@@ -1,4 +1,5 @@
 """The comparison's bookkeeping on constructed results: mean ± std, goals, saved files."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,9 @@ from engines.topomap.train import TrainResult
 
 def result(method: str, seed: int, accuracy: float, smooth: tuple[float, float, float]) -> TrainResult:
     layers = dict(zip(("conv1", "conv2", "conv3"), smooth))
-    return TrainResult(method, "digits", seed, 40, accuracy, layers, {k: 0.05 for k in layers}, layers, layers, {k: 0 for k in layers}, 10.0, 100, 0, None)
+    return TrainResult(
+        method, "digits", seed, 40, accuracy, layers, {k: 0.05 for k in layers}, layers, layers, {k: 0 for k in layers}, 10.0, 100, 0, None
+    )
 
 
 def runs(method: str, accs: list[float], smooth: tuple[float, float, float]) -> list[TrainResult]:
@@ -62,7 +65,13 @@ def test_table_and_saved_file_round_trip(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text, message",
-    [("{oops", "not valid JSON"), ("[" * 100000, "nest too deeply"), ('{"format": "other"}', "not a topomap comparison"), ('{"format": "workbench-topomap-compare", "runs": [{"method": "x"}]}', "damaged"), ('{"format": "workbench-topomap-compare", "runs": []}', "holds no runs")],
+    [
+        ("{oops", "not valid JSON"),
+        ("[" * 100000, "nest too deeply"),
+        ('{"format": "other"}', "not a topomap comparison"),
+        ('{"format": "workbench-topomap-compare", "runs": [{"method": "x"}]}', "damaged"),
+        ('{"format": "workbench-topomap-compare", "runs": []}', "holds no runs"),
+    ],
 )
 def test_bad_comparison_files(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "bad.topomap.json"

@@ -1,4 +1,5 @@
 """Run files: a round trip keeps everything; anything else is one clear error."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,10 +10,11 @@ import torch
 
 from engines.core import EngineError
 from engines.topomap.data import load_dataset
+from engines.topomap.model import build_model
 from engines.topomap.params import TrainParams
 from engines.topomap.probe import accuracy
 from engines.topomap.runfile import FORMAT, load_run
-from engines.topomap.train import build_model, train
+from engines.topomap.train import train
 
 
 @pytest.fixture(scope="module")

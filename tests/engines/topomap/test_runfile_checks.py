@@ -1,5 +1,6 @@
 """Run files whose weights, accuracy or classes contradict the network they describe are one clear
 error naming the real problem, never torch's state-dict report; typed widths are parsed strictly."""
+
 from __future__ import annotations
 
 import math
@@ -10,11 +11,11 @@ import pytest
 import torch
 
 from engines.core import EngineError
+from engines.topomap.api import with_widths
 from engines.topomap.params import TrainParams, parse_widths
 from engines.topomap.runfile import load_run
 from engines.topomap.runview import open_run
 from engines.topomap.train import train
-from engines.topomap.workflows import with_widths
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
 """The self-organisation rules on constructed weights."""
+
 from __future__ import annotations
 
 import math

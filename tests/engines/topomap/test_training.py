@@ -1,4 +1,5 @@
 """The shared training loop on tiny configurations: every method runs, resumes and writes run files."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engines.core import CancelToken, Cancelled, EngineError
+from engines.core import Cancelled, CancelToken, EngineError
 from engines.topomap.data import load_dataset
 from engines.topomap.params import METHODS, TrainParams
 from engines.topomap.runfile import load_run
@@ -47,8 +48,9 @@ def test_procedural_data_sets_train(data: str, classes: int) -> None:
 
 def test_cbsom_step_updates_every_conv_layer_around_its_credit_bmu() -> None:
     """One step from the same weights and batch: CB-SOM = plain SGD + the neighbourhood rule per layer."""
+    from engines.topomap.model import build_model
     from engines.topomap.selforg import credit_bmu, neighbourhood_update
-    from engines.topomap.train import _sgd_step, build_model
+    from engines.topomap.train import _sgd_step
 
     params = replace(TINY, widths=(4, 9, 16))
     torch.manual_seed(0)
@@ -82,7 +84,7 @@ def test_cancel_then_resume_gives_the_same_run(tmp_path: Path) -> None:
             cancel.cancel()
 
     with pytest.raises(Cancelled):
-        train(params, out=out, cancel=cancel, on_epoch=stop_after_first)
+        train(params, out=out, cancel=cancel, partial=stop_after_first)
     assert checkpoint_path(out).exists() and not out.exists()
     result = train(params, out=out)
     assert result.resumed_from_epoch == 1
@@ -96,7 +98,7 @@ def test_a_checkpoint_of_other_parameters_is_not_resumed(tmp_path: Path) -> None
     out = tmp_path / "run.topomap.pt"
     cancel = CancelToken()
     with pytest.raises(Cancelled):
-        train(TINY, out=out, cancel=cancel, on_epoch=lambda u: cancel.cancel())
+        train(TINY, out=out, cancel=cancel, partial=lambda u: cancel.cancel())
     result = train(replace(TINY, seed=5), out=out)
     assert result.resumed_from_epoch == 0
 

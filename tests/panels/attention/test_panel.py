@@ -1,4 +1,5 @@
 """The attention panel with pytest-qt: analysis, live timing, edits, painting, bad input, exports."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ def panel(qtbot, panel_ctx, qapp):
     qtbot.addWidget(p)
     p.resize(1300, 850)
     p.show()
-    p.live.setChecked(False)  # tests start timings themselves
+    p.controls.live.setChecked(False)  # tests start timings themselves
     assert wait_until(qapp, lambda: p.view is not None and not p.analysis.busy, 30)
     yield p
     p.shutdown()
@@ -34,8 +35,8 @@ def _analysed(qapp, panel, timeout: float = 30) -> bool:
 def test_default_view_readouts_and_heat_map(panel) -> None:
     view = panel.view
     assert view.name == "causal_document" and view.mask.n_q == 2048
-    assert panel.readouts["rho"].text().startswith(f"{view.stats.rho:.4f}")
-    assert "KiB" in panel.readouts["flashmask"].text() and "MiB" in panel.readouts["dense"].text()
+    assert panel.controls.readouts["rho"].text().startswith(f"{view.stats.rho:.4f}")
+    assert "KiB" in panel.controls.readouts["flashmask"].text() and "MiB" in panel.controls.readouts["dense"].text()
     assert panel.heatmap.image.image.shape == view.image.shape and panel.heatmap.overlay.isVisible()
     assert panel.vectors.rowCount() == 2048 and panel.vectors.columnCount() == 1
 
@@ -54,17 +55,17 @@ def test_run_default_times_and_sweeps(qapp, panel) -> None:
 
 
 def test_preset_and_parameter_edits_update_the_view(qapp, panel) -> None:
-    panel.preset.setCurrentIndex(panel.preset.findData("sliding_window"))
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("sliding_window"))
     assert _analysed(qapp, panel)
     assert panel.view.name == "sliding_window"
     rho_before = panel.view.stats.rho
-    panel._param_widgets["window"].setValue(64)
+    panel.controls.param_widgets["window"].setValue(64)
     assert _analysed(qapp, panel)
     assert panel.view.params["window"] == 64 and panel.view.stats.rho > rho_before
 
 
 def test_bad_document_sizes_are_named(qapp, panel) -> None:
-    w = panel._param_widgets["docs"]
+    w = panel.controls.param_widgets["docs"]
     w.setText("1, -2")
     w.editingFinished.emit()
     assert wait_until(qapp, lambda: "docs" in panel.message.text, 10)
@@ -72,7 +73,7 @@ def test_bad_document_sizes_are_named(qapp, panel) -> None:
 
 
 def test_table_edit_with_an_inverted_interval_names_the_column_and_reverts(qapp, panel) -> None:
-    panel.preset.setCurrentIndex(panel.preset.findData("qk_sparse"))
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("qk_sparse"))
     assert _analysed(qapp, panel)
     before = panel.view.mask.indices.copy()
     index = panel.vectors.index(600, 0)  # LTS of a column inside the dropped range
@@ -93,15 +94,15 @@ def test_table_edit_out_of_range_and_not_a_number(qapp, panel) -> None:
 def test_valid_table_edit_becomes_a_custom_mask(qapp, panel) -> None:
     assert panel.vectors.setData(panel.vectors.index(0, 0), "100")
     assert wait_until(qapp, lambda: panel.view.name == "custom", 10)
-    assert panel.view.mask.indices[0, 0, 0, 0] == 100 and panel.preset.currentData() == "custom"
+    assert panel.view.mask.indices[0, 0, 0, 0] == 100 and panel.controls.preset.currentData() == "custom"
 
 
 def test_painting_small_masks_and_refusing_three_gaps(qapp, qtbot, panel) -> None:
-    panel.n.setValue(16)
-    panel.preset.setCurrentIndex(panel.preset.findData("full"))
+    panel.controls.n.setValue(16)
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("full"))
     assert _analysed(qapp, panel)
-    assert panel.paint_mode.isEnabled()
-    panel.paint_mode.setCurrentIndex(panel.paint_mode.findData("hide"))
+    assert panel.controls.paint_mode.isEnabled()
+    panel.controls.paint_mode.setCurrentIndex(panel.controls.paint_mode.findData("hide"))
     for row in (2, 6, 10):  # three separate hidden cells in column 5: not representable
         panel._on_paint(row, 5)
     assert wait_until(qapp, lambda: "column 5 has 3 masked gaps" in panel.message.text, 10), panel.message.text
@@ -113,10 +114,10 @@ def test_painting_small_masks_and_refusing_three_gaps(qapp, qtbot, panel) -> Non
 
 
 def test_painting_by_mouse_on_the_heat_map(qapp, qtbot, panel) -> None:
-    panel.n.setValue(8)
-    panel.preset.setCurrentIndex(panel.preset.findData("full"))
+    panel.controls.n.setValue(8)
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("full"))
     assert _analysed(qapp, panel)
-    panel.paint_mode.setCurrentIndex(panel.paint_mode.findData("hide"))
+    panel.controls.paint_mode.setCurrentIndex(panel.controls.paint_mode.findData("hide"))
     vb = panel.heatmap.plot.vb
     point = panel.heatmap.mapFromScene(vb.mapViewToScene(QPointF(2.5, 4.5)))  # column 2, row 4
     qtbot.mouseClick(panel.heatmap.viewport(), Qt.MouseButton.LeftButton, pos=point)
@@ -125,34 +126,41 @@ def test_painting_by_mouse_on_the_heat_map(qapp, qtbot, panel) -> None:
 
 
 def test_huge_n_is_drawn_downsampled_without_painting(qapp, panel) -> None:
-    panel.live.setChecked(True)
-    panel.n.setValue(1_000_000)
-    panel.preset.setCurrentIndex(panel.preset.findData("causal"))
+    panel.controls.live.setChecked(True)
+    panel.controls.n.setValue(1_000_000)
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("causal"))
     assert _analysed(qapp, panel, 60)
     assert panel.view.mask.n_q == 1_000_000
     assert panel.view.image.shape == (512, 512) and panel.view.dense is None
-    assert not panel.paint_mode.isEnabled()
-    assert "live timing stops at N=16384" in panel.timing_status.text() and not panel.timing_timer.isActive()
+    assert not panel.controls.paint_mode.isEnabled()
+    assert "live timing stops at N=16384" in panel.controls.timing.status.text() and not panel.timing_timer.isActive()
 
 
 def test_compose_intersection(qapp, panel) -> None:
-    panel.n.setValue(512)
-    panel.compose_with.setCurrentIndex(panel.compose_with.findData("sliding_window"))
-    panel.compose_on.setChecked(True)
+    panel.controls.n.setValue(512)
+    panel.controls.compose_with.setCurrentIndex(panel.controls.compose_with.findData("sliding_window"))
+    panel.controls.compose_on.setChecked(True)
     assert _analysed(qapp, panel)
     assert "∩" in panel.view.name and panel.view.mask.causal
 
 
 def test_exports_write_every_kind(qapp, panel, tmp_path: Path) -> None:
-    panel.n.setValue(256)
+    panel.controls.n.setValue(256)
     assert _analysed(qapp, panel)
     done = []
     panel.runner.finished.connect(lambda r: done.append(r))
-    panel.repeats.setValue(1)
-    panel.with_sweep.setChecked(False)
+    panel.controls.repeats.setValue(1)
+    panel.controls.with_sweep.setChecked(False)
     assert panel.start_timing()
     assert wait_until(qapp, lambda: done, 120)
-    for kind, name in (("npy", "m.flashmask.npy"), ("json", "m.flashmask.json"), ("png", "m.png"), ("csv", "t.csv"), ("paddle", "p.py"), ("flex", "f.py")):
+    for kind, name in (
+        ("npy", "m.flashmask.npy"),
+        ("json", "m.flashmask.json"),
+        ("png", "m.png"),
+        ("csv", "t.csv"),
+        ("paddle", "p.py"),
+        ("flex", "f.py"),
+    ):
         assert panel.export_to(kind, tmp_path / name)
         assert wait_until(qapp, lambda: not panel.exporter.busy, 30)
         assert (tmp_path / name).stat().st_size > 0, kind
@@ -174,16 +182,16 @@ def test_open_vectors_and_a_bad_file(qapp, panel, tmp_path: Path) -> None:
 
 
 def test_state_round_trip(qapp, qtbot, panel_ctx, panel) -> None:
-    panel.preset.setCurrentIndex(panel.preset.findData("global_sliding"))
-    panel.n.setValue(4096)
-    panel.tile.setValue(64)
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("global_sliding"))
+    panel.controls.n.setValue(4096)
+    panel.controls.tile.setValue(64)
     assert _analysed(qapp, panel)
     state = json.loads(json.dumps(panel.state()))
     from panels.attention import create_panel
 
     other = create_panel(panel_ctx)
     qtbot.addWidget(other)
-    other.live.setChecked(False)
+    other.controls.live.setChecked(False)
     other.restore(state)
     assert wait_until(qapp, lambda: other.view is not None and other.view.name == "global_sliding" and not other.analysis.busy, 30)
     assert other.view.mask.n_q == 4096 and other.view.stats.block_q == 64
@@ -200,14 +208,14 @@ def test_the_shipped_sample_opens(qapp, panel) -> None:
 
 
 def test_dragging_a_document_boundary_edits_the_sizes(qapp, panel) -> None:
-    panel.n.setValue(1000)
+    panel.controls.n.setValue(1000)
     assert _analysed(qapp, panel)
     assert panel.view.boundaries == (250, 500, 750) and len(panel.heatmap._lines) == 3
     line = panel.heatmap._lines[0]
     line.setValue(100)
     line.sigPositionChangeFinished.emit(line)
     assert _analysed(qapp, panel)
-    assert panel._param_widgets["docs"].text() == "100, 400, 250, 250"
+    assert panel.controls.param_widgets["docs"].text() == "100, 400, 250, 250"
     assert panel.view.boundaries == (100, 500, 750)
 
 
@@ -215,8 +223,8 @@ def test_dragging_a_document_boundary_edits_the_sizes(qapp, panel) -> None:
 def test_a_c2_npy_export_reopens_after_asking_its_mode(qapp, panel, tmp_path: Path, preset: str, answer: str) -> None:
     """C=2 vectors are [LTS, LTE] or [LTS, UTE]: the panel's own .npy export of a C=2 mask comes
     back once the user says which, and Cancel opens nothing."""
-    panel.preset.setCurrentIndex(panel.preset.findData(preset))
-    panel.n.setValue(256)
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData(preset))
+    panel.controls.n.setValue(256)
     assert _analysed(qapp, panel)
     exported = panel.view.mask
     path = tmp_path / "doc.flashmask.npy"
@@ -238,12 +246,12 @@ def test_a_c2_npy_export_reopens_after_asking_its_mode(qapp, panel, tmp_path: Pa
 def test_an_edit_error_outlives_the_live_timing_it_does_not_start(qapp, panel) -> None:
     """Live timing of the last valid mask starts by itself after an edit; it must not wipe the
     sentence about the bad edit."""
-    panel.live.setChecked(True)
-    panel.preset.setCurrentIndex(panel.preset.findData("sliding_window"))
-    panel.n.setValue(512)
+    panel.controls.live.setChecked(True)
+    panel.controls.preset.setCurrentIndex(panel.controls.preset.findData("sliding_window"))
+    panel.controls.n.setValue(512)
     assert _analysed(qapp, panel)
-    panel._param_widgets["window"].setMaximum(100000)
-    panel._param_widgets["window"].setValue(5000)
+    panel.controls.param_widgets["window"].setMaximum(100000)
+    panel.controls.param_widgets["window"].setValue(5000)
     assert wait_until(qapp, lambda: "window" in panel.message.text, 10)
     started = []
     panel.runner.started.connect(lambda *a: started.append(a))
@@ -260,7 +268,7 @@ def test_a_failed_open_at_start_up_stays_readable(qapp, qtbot, panel_ctx, tmp_pa
     bad.write_text("{}")
     p = create_panel(panel_ctx)
     qtbot.addWidget(p)
-    p.live.setChecked(False)
+    p.controls.live.setChecked(False)
     p.open_path(bad)
     p.show()
     assert wait_until(qapp, lambda: p.view is not None and not p.analysis.busy, 30)
@@ -283,7 +291,7 @@ def test_a_failing_first_view_is_tried_once(qapp, qtbot, panel_ctx, monkeypatch)
     monkeypatch.setattr(view_module, "analyze", refuse)
     p = create_panel(panel_ctx)
     qtbot.addWidget(p)
-    p.live.setChecked(False)
+    p.controls.live.setChecked(False)
     p.show()
     assert wait_until(qapp, lambda: len(calls) == 1 and not p.analysis.busy, 30)
     qtbot.wait(3000)  # three first-view delays
@@ -300,8 +308,13 @@ def test_a_session_error_is_not_wiped_by_the_analysis_restore_starts(qapp, panel
 
 
 VALID_SESSION = {
-    "source": "preset", "preset": "sliding_window", "n": 1024, "params": {"window": 100},
-    "compose": {"on": False, "with": "causal", "operation": "union"}, "tile": 64, "overlay": False,
+    "source": "preset",
+    "preset": "sliding_window",
+    "n": 1024,
+    "params": {"window": 100},
+    "compose": {"on": False, "with": "causal", "operation": "union"},
+    "tile": 64,
+    "overlay": False,
     "timing": {"backends": ["flex", "blocksparse"], "heads": 4, "dim": 32, "repeats": 5, "live": False, "sweep": False},
 }
 
@@ -310,11 +323,11 @@ def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
     panel.restore(VALID_SESSION)
     assert _analysed(qapp, panel)
     assert panel.view.name == "sliding_window" and panel.view.params["window"] == 100 and panel.view.mask.n_q == 1024
-    assert panel.view.stats.block_q == 64 and not panel.overlay.isChecked()
-    assert panel.compose_with.currentData() == "causal" and panel.compose_op.currentData() == "union"
-    assert [n for n, cb in panel.backend_boxes.items() if cb.isChecked()] == ["flex", "blocksparse"]
-    assert (panel.heads.value(), panel.dim.value(), panel.repeats.value()) == (4, 32, 5)
-    assert not panel.live.isChecked() and not panel.with_sweep.isChecked()
+    assert panel.view.stats.block_q == 64 and not panel.controls.overlay.isChecked()
+    assert panel.controls.compose_with.currentData() == "causal" and panel.controls.compose_op.currentData() == "union"
+    assert [n for n, cb in panel.controls.backend_boxes.items() if cb.isChecked()] == ["flex", "blocksparse"]
+    assert (panel.controls.heads.value(), panel.controls.dim.value(), panel.controls.repeats.value()) == (4, 32, 5)
+    assert not panel.controls.live.isChecked() and not panel.controls.with_sweep.isChecked()
     assert {k: v for k, v in panel.state().items() if k in VALID_SESSION} == VALID_SESSION
     before = panel.state()
     panel.restore({**before, "n": 512, "overlay": "false"})  # a good change, then a bad value
@@ -323,33 +336,36 @@ def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
     assert _analysed(qapp, panel) and panel.view.mask.n_q == 1024
 
 
-@pytest.mark.parametrize("bad, said", [
-    ({"n": 12.7}, "n must be a whole number from 1 to 1048576, not 12.7"),
-    ({"n": "12"}, "n must be a whole number from 1 to 1048576, not '12'"),
-    ({"n": 10**30}, "n must be a whole number from 1 to 1048576, not 1"),
-    ({"overlay": "false"}, "overlay must be true or false, not 'false'"),
-    ({"tile": 5000}, "tile must be a whole number from 1 to 4096, not 5000"),
-    ({"preset": "nonsense"}, "unknown preset 'nonsense'"),
-    ({"source": "elsewhere"}, "unknown source 'elsewhere'"),
-    ({"params": {"docs": 5}}, "parameter docs must be text, not 5"),
-    ({"params": {"docs": "1, -2"}}, "docs"),
-    ({"params": {"window": 3}}, "unknown causal_document parameter 'window'"),
-    ({"params": "docs"}, "params must be an object"),
-    ({"preset": "sliding_window", "params": {"window": 2.5}}, "parameter window must be a whole number"),
-    ({"compose": {"on": "yes"}}, "compose on must be true or false, not 'yes'"),
-    ({"compose": {"with": "nope"}}, "unknown compose with 'nope'"),
-    ({"compose": {"operation": "xor"}}, "unknown compose operation 'xor' (choose intersection, union)"),
-    ({"compose": [1]}, "compose must be an object"),
-    ({"timing": {"heads": 0}}, "timing heads must be a whole number from 1 to 64, not 0"),
-    ({"timing": {"repeats": 3.0}}, "timing repeats must be a whole number from 1 to 50, not 3.0"),
-    ({"timing": {"backends": ["cuda"]}}, "unknown timing backend 'cuda'"),
-    ({"timing": {"backends": "flex"}}, "timing backends must be a list"),
-    ({"timing": {"live": "no"}}, "timing live must be true or false, not 'no'"),
-    ({"source": "vectors", "vectors": {"indices": [[1, 2], [3]], "causal": False}}, "vectors"),
-    ({"source": "vectors", "vectors": {"indices": [[0], [0]], "causal": "false"}}, "vectors causal must be true or false"),
-    ({"source": "vectors", "vectors": {"indices": [[5], [5]], "causal": True}}, "vectors"),
-    ({"source": "dense", "painted": [[1, 2], [0, 1]]}, "painted"),
-])
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ({"n": 12.7}, "n must be a whole number from 1 to 1048576, not 12.7"),
+        ({"n": "12"}, "n must be a whole number from 1 to 1048576, not '12'"),
+        ({"n": 10**30}, "n must be a whole number from 1 to 1048576, not 1"),
+        ({"overlay": "false"}, "overlay must be true or false, not 'false'"),
+        ({"tile": 5000}, "tile must be a whole number from 1 to 4096, not 5000"),
+        ({"preset": "nonsense"}, "unknown preset 'nonsense'"),
+        ({"source": "elsewhere"}, "unknown source 'elsewhere'"),
+        ({"params": {"docs": 5}}, "parameter docs must be text, not 5"),
+        ({"params": {"docs": "1, -2"}}, "docs"),
+        ({"params": {"window": 3}}, "unknown causal_document parameter 'window'"),
+        ({"params": "docs"}, "params must be an object"),
+        ({"preset": "sliding_window", "params": {"window": 2.5}}, "parameter window must be a whole number"),
+        ({"compose": {"on": "yes"}}, "compose on must be true or false, not 'yes'"),
+        ({"compose": {"with": "nope"}}, "unknown compose with 'nope'"),
+        ({"compose": {"operation": "xor"}}, "unknown compose operation 'xor' (choose intersection, union)"),
+        ({"compose": [1]}, "compose must be an object"),
+        ({"timing": {"heads": 0}}, "timing heads must be a whole number from 1 to 64, not 0"),
+        ({"timing": {"repeats": 3.0}}, "timing repeats must be a whole number from 1 to 50, not 3.0"),
+        ({"timing": {"backends": ["cuda"]}}, "unknown timing backend 'cuda'"),
+        ({"timing": {"backends": "flex"}}, "timing backends must be a list"),
+        ({"timing": {"live": "no"}}, "timing live must be true or false, not 'no'"),
+        ({"source": "vectors", "vectors": {"indices": [[1, 2], [3]], "causal": False}}, "vectors"),
+        ({"source": "vectors", "vectors": {"indices": [[0], [0]], "causal": "false"}}, "vectors causal must be true or false"),
+        ({"source": "vectors", "vectors": {"indices": [[5], [5]], "causal": True}}, "vectors"),
+        ({"source": "dense", "painted": [[1, 2], [0, 1]]}, "painted"),
+    ],
+)
 def test_a_bad_session_value_is_one_sentence_and_changes_nothing(qapp, panel, bad: dict, said: str) -> None:
     """Each case also carries a good change (N or the tile size): it must not be applied either."""
     before = panel.state()

@@ -1,4 +1,5 @@
 """The vectors table's model on its own: what it refuses before the engine sees an edit."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from panels.attention.vectors_model import VectorsModel
 
 
 def test_a_number_beyond_any_mask_is_the_out_of_range_sentence_not_an_overflow(qapp) -> None:
-    """"99999999999999999999" raised OverflowError (only ValueError was caught)."""
+    """ "99999999999999999999" raised OverflowError (only ValueError was caught)."""
     model = VectorsModel()
     model.set_vectors(np.full((8, 2), 8), ("LTS", "LTE"))
     said: list[str] = []

@@ -1,4 +1,5 @@
 """The sketcher panel, driven like a user: draw with the mouse, convert, edit, export."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -229,8 +230,19 @@ def test_ink_along_the_canvas_border_stays_ink(qapp, qtbot, panel) -> None:
     assert iou > 0.9, panel.program_status.text()
 
 
-@pytest.mark.parametrize("key, value", [("budget", 99999999999999999999), ("budget", 1e40), ("beam", -3), ("brush", "wide"),
-                                        ("export_size", 1e9), ("budget", float("nan")), ("beam", 2.5), ("canvas_png", 7)])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("budget", 99999999999999999999),
+        ("budget", 1e40),
+        ("beam", -3),
+        ("brush", "wide"),
+        ("export_size", 1e9),
+        ("budget", float("nan")),
+        ("beam", 2.5),
+        ("canvas_png", 7),
+    ],
+)
 def test_a_session_value_out_of_range_is_one_message_and_changes_nothing(panel, key: str, value) -> None:
     before = panel.state()
     panel.restore({**before, key: value, "budget": before["budget"] + 1} if key != "budget" else {**before, key: value})
@@ -240,14 +252,18 @@ def test_a_session_value_out_of_range_is_one_message_and_changes_nothing(panel, 
     assert panel.state() == before
 
 
-@pytest.mark.parametrize("action_index, suffix, check", [(1, ".svg", lambda p: "<svg" in p.read_text()), (2, ".png", lambda p: p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n")])
+@pytest.mark.parametrize(
+    "action_index, suffix, check", [(1, ".svg", lambda p: "<svg" in p.read_text()), (2, ".png", lambda p: p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n")]
+)
 def test_export_dialog_writes_the_chosen_format_for_a_bare_name(qapp, tmp_path: Path, panel, action_index: int, suffix: str, check) -> None:
     from PySide6.QtWidgets import QApplication, QFileDialog
 
     panel.editor.setPlainText("(- (Circle 6 8 8) (Quad 8 8 2 2 H))")
     panel.export_actions()[action_index].trigger()
     dialogs = []
-    assert wait_until(qapp, lambda: dialogs.extend(w for w in QApplication.topLevelWidgets() if isinstance(w, QFileDialog) and w.isVisible()) or dialogs, 10)
+    assert wait_until(
+        qapp, lambda: dialogs.extend(w for w in QApplication.topLevelWidgets() if isinstance(w, QFileDialog) and w.isVisible()) or dialogs, 10
+    )
     dialog = dialogs[0]
     dialog.selectFile(str(tmp_path / "drawing"))  # typed without an extension
     dialog.accept()
@@ -258,8 +274,17 @@ def test_export_dialog_writes_the_chosen_format_for_a_bare_name(qapp, tmp_path: 
 
 
 def test_a_session_applies_every_setting_or_none(panel) -> None:
-    valid = {"budget": 777, "beam": 4, "style": "filled", "proposer": "random", "tool": "line", "brush": 20, "fill": False,
-             "export_size": 256, "program": "(Circle 3 4 5)"}
+    valid = {
+        "budget": 777,
+        "beam": 4,
+        "style": "filled",
+        "proposer": "random",
+        "tool": "line",
+        "brush": 20,
+        "fill": False,
+        "export_size": 256,
+        "program": "(Circle 3 4 5)",
+    }
     before = panel.state()
     panel.restore(valid)
     assert panel.state() == {**before, **valid}
@@ -276,18 +301,21 @@ def _png_base64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-@pytest.mark.parametrize("key, value, said", [
-    ("fill", "false", "fill must be true or false, not 'false'"),
-    ("fill", 0, "fill must be true or false, not 0"),
-    ("style", "watercolour", "unknown style 'watercolour' (choose auto, filled, sketch)"),
-    ("style", None, "unknown style None (choose auto, filled, sketch)"),
-    ("proposer", "oracle", "unknown proposer 'oracle' (choose model, random)"),
-    ("tool", "spray", "unknown tool 'spray' (choose pen, eraser, line, rectangle, ellipse)"),
-    ("tool", ["pen"], "unknown tool ['pen'] (choose pen, eraser, line, rectangle, ellipse)"),
-    ("program", 42, "program must be text, not 42"),
-    ("canvas_png", _png_base64(b"not a png"), "canvas_png is not a PNG image"),
-    ("canvas_png", "@@@@", "canvas_png is not base64 text"),
-])
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("fill", "false", "fill must be true or false, not 'false'"),
+        ("fill", 0, "fill must be true or false, not 0"),
+        ("style", "watercolour", "unknown style 'watercolour' (choose auto, filled, sketch)"),
+        ("style", None, "unknown style None (choose auto, filled, sketch)"),
+        ("proposer", "oracle", "unknown proposer 'oracle' (choose model, random)"),
+        ("tool", "spray", "unknown tool 'spray' (choose pen, eraser, line, rectangle, ellipse)"),
+        ("tool", ["pen"], "unknown tool ['pen'] (choose pen, eraser, line, rectangle, ellipse)"),
+        ("program", 42, "program must be text, not 42"),
+        ("canvas_png", _png_base64(b"not a png"), "canvas_png is not a PNG image"),
+        ("canvas_png", "@@@@", "canvas_png is not base64 text"),
+    ],
+)
 def test_a_bad_session_choice_is_one_sentence_and_changes_nothing(panel, key: str, value, said: str) -> None:
     """Each case also carries a good change of the budget: it must not be applied either."""
     before = panel.state()

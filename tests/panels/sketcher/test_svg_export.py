@@ -1,4 +1,5 @@
 """SVG export: a real SVG renderer (Qt's) draws what our renderer draws, booleans included."""
+
 from __future__ import annotations
 
 import random

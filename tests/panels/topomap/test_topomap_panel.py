@@ -1,4 +1,5 @@
 """The topomap panel with pytest-qt: example run, maps, scrubber, unit detail, training, errors, exports."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,7 +37,7 @@ def panel(qapp, qtbot, panel_ctx):
 @pytest.fixture(scope="module")
 def example():
     """The example run, computed once by the engine (the first test also loads it through the panel)."""
-    from engines.topomap.workflows import load_example
+    from engines.topomap.api import load_example
 
     return load_example()
 
@@ -58,12 +59,12 @@ def test_run_default_loads_the_example_in_the_background(qapp, panel) -> None:
 def test_the_example_run_shows_maps_curves_and_runs(loaded) -> None:
     panel = loaded
     view = panel.view
-    assert view is not None and [panel.layer.itemText(i) for i in range(panel.layer.count())] == list(view.layer_names)
+    assert view is not None and [panel.controls.layer.itemText(i) for i in range(panel.controls.layer.count())] == list(view.layer_names)
     assert panel.scrubber.maximum() == len(view.snapshots) - 1 == panel.scrubber.value()
     image = panel.map.image.image
     assert image is not None and image.shape[:2] == (panel.current_layer().side,) * 2
     assert image.std() > 0  # not one flat colour
-    assert "accuracy" in panel.summary.text()
+    assert "accuracy" in panel.controls.summary.text()
     assert len(panel.smooth_plot.listDataItems()) >= 3  # band edges, shuffled mean, curve
     assert panel.scatter_plot.listDataItems()  # at least this run's star
     assert panel.kernels.pixmap() is not None and not panel.kernels.pixmap().isNull()
@@ -82,8 +83,8 @@ def test_scrubber_replays_map_formation(loaded) -> None:
 
 def test_orientation_map_draws_pinwheels_and_clicking_a_unit_shows_its_detail(qtbot, loaded) -> None:
     panel = loaded
-    panel.layer.setCurrentIndex(0)
-    panel.kind.setCurrentIndex(panel.kind.findData("orientation"))
+    panel.controls.layer.setCurrentIndex(0)
+    panel.controls.kind.setCurrentIndex(panel.controls.kind.findData("orientation"))
     layer = panel.current_layer()
     assert len(panel.map.pinwheels.data) == len(layer.pinwheels)
     assert "Pinwheels" in panel.legend.text()
@@ -93,18 +94,16 @@ def test_orientation_map_draws_pinwheels_and_clicking_a_unit_shows_its_detail(qt
     assert len(panel.tuning_plot.listDataItems()) == len(panel.view.frequencies)
     assert panel.top.pixmap() is not None and not panel.top.pixmap().isNull()
     assert "Neighbours" in panel.neighbours.text()
-    panel.kind.setCurrentIndex(panel.kind.findData("dprime"))
-    panel.klass.setCurrentIndex(2)
+    panel.controls.kind.setCurrentIndex(panel.controls.kind.findData("dprime"))
+    panel.controls.klass.setCurrentIndex(2)
     assert panel.image_key() == "dprime/2" and "class 2" in panel.legend.text()
 
 
 def test_a_real_click_on_the_map_selects_the_unit_under_the_mouse(qtbot, loaded) -> None:
-    from PySide6.QtCore import QPoint, Qt
-
-    from PySide6.QtCore import QPointF
+    from PySide6.QtCore import QPoint, QPointF, Qt
 
     panel = loaded
-    panel.layer.setCurrentIndex(0)
+    panel.controls.layer.setCurrentIndex(0)
     side = panel.current_layer().side
     row, col = side - 1, 0  # bottom-left unit: row 0 is drawn on top
     target = panel.map.mapFromScene(panel.map.image.mapToScene(QPointF(col + 0.5, row + 0.5)))
@@ -113,26 +112,24 @@ def test_a_real_click_on_the_map_selects_the_unit_under_the_mouse(qtbot, loaded)
 
 
 def test_training_streams_live_updates_then_shows_the_new_run(qapp, panel, monkeypatch, tmp_path: Path) -> None:
-    import panels.topomap.panel as module
-
-    monkeypatch.setattr(module, "runs_folder", lambda: tmp_path)
+    monkeypatch.setattr(panel.ctx.settings, "data_folder", lambda name: tmp_path)
     partials: list = []
     panel.runner.partial.connect(partials.append)
-    panel.method.setCurrentIndex(panel.method.findData("absom"))
-    panel.epochs.setValue(2)
-    panel.widths.setText("4,9")
-    panel.train_button.click()
-    assert panel.cancel_button.isEnabled()
+    panel.controls.method.setCurrentIndex(panel.controls.method.findData("absom"))
+    panel.controls.epochs.setValue(2)
+    panel.controls.widths.setText("4,9")
+    panel.controls.run.run_button.click()
+    assert panel.controls.run.cancel_button.isEnabled()
     assert finish(qapp, panel) == ["finished"]
     assert len(partials) == 2 and partials[-1].snapshot is not None
     assert panel.view.params.method == "absom" and panel.view.params.widths == (4, 9)
     assert (tmp_path / "absom-digits-seed0-e2.topomap.pt").exists()
-    assert "AB-SOM" in panel.summary.text()
+    assert "AB-SOM" in panel.controls.summary.text()
 
 
 def test_non_square_widths_are_a_panel_message(qapp, panel) -> None:
-    panel.widths.setText("16,30")
-    panel.train_button.click()
+    panel.controls.widths.setText("16,30")
+    panel.controls.run.run_button.click()
     outcome = finish(qapp, panel)
     assert outcome[0].startswith("failed") and "not a square number" in panel.message.text
 
@@ -164,11 +161,11 @@ def test_exports_write_every_file(qapp, loaded, tmp_path: Path) -> None:
 def test_state_round_trip(qapp, panel, panel_ctx) -> None:
     from panels.topomap import create_panel
 
-    panel.method.setCurrentIndex(panel.method.findData("topoloss"))
-    panel.epochs.setValue(12)
-    panel.widths.setText("16,36")
-    panel.tau.setValue(2.5)
-    panel.kind.setCurrentIndex(panel.kind.findData("frequency"))
+    panel.controls.method.setCurrentIndex(panel.controls.method.findData("topoloss"))
+    panel.controls.epochs.setValue(12)
+    panel.controls.widths.setText("16,36")
+    panel.controls.tau.setValue(2.5)
+    panel.controls.kind.setCurrentIndex(panel.controls.kind.findData("frequency"))
     state = panel.state()
     assert state["run"]  # the example run the panel opened on
     other = create_panel(panel_ctx)
@@ -185,12 +182,10 @@ def test_the_window_routes_run_and_comparison_files_to_this_panel(main_window) -
 
 
 def test_widths_with_an_empty_item_are_a_panel_message(qapp, panel, monkeypatch, tmp_path: Path) -> None:
-    import panels.topomap.panel as module
-
-    monkeypatch.setattr(module, "runs_folder", lambda: tmp_path)
-    panel.epochs.setValue(1)  # were "16,,36" taken for 16,36, the wrong run would at least be short
-    panel.widths.setText("16,,36")
-    panel.train_button.click()
+    monkeypatch.setattr(panel.ctx.settings, "data_folder", lambda name: tmp_path)
+    panel.controls.epochs.setValue(1)  # were "16,,36" taken for 16,36, the wrong run would at least be short
+    panel.controls.widths.setText("16,,36")
+    panel.controls.run.run_button.click()
     assert finish(qapp, panel)[0].startswith("failed")
     assert "must be comma-separated integers" in panel.message.text
     assert not list(tmp_path.iterdir())  # nothing trained
@@ -218,7 +213,7 @@ def test_train_and_show_labels_are_never_clipped(qapp, panel, controls_width) ->
         split = panel.findChild(QSplitter)
         split.setSizes([controls_width, *split.sizes()[1:]])
         qapp.processEvents()
-    forms = [box.layout() for box in (panel.method.parentWidget(), panel.layer.parentWidget())]
+    forms = [box.layout() for box in (panel.controls.method.parentWidget(), panel.controls.layer.parentWidget())]
     items = [form.itemAt(r, QFormLayout.ItemRole.LabelRole) for form in forms for r in range(form.rowCount())]
     labels = [item.widget() for item in items if item is not None and isinstance(item.widget(), QLabel)]
     assert {label.text() for label in labels} >= {"Method", "Data", "Widths", "Layer", "Map"}
@@ -228,7 +223,7 @@ def test_train_and_show_labels_are_never_clipped(qapp, panel, controls_width) ->
 
 @pytest.mark.parametrize("controls_width", [None, 1])  # as opened, and dragged to its narrowest (0 collapses it out of sight)
 def test_control_buttons_are_never_clipped(qapp, panel, controls_width) -> None:
-    """"Open comparison…" once lost its ends when the controls column was at its narrowest."""
+    """ "Open comparison…" once lost its ends when the controls column was at its narrowest."""
     from PySide6.QtWidgets import QPushButton, QSplitter
 
     split = panel.findChild(QSplitter)
@@ -264,12 +259,22 @@ def test_every_class_name_of_the_unit_bar_chart_has_a_row_of_its_own(qapp, panel
     assert any(isinstance(item, pg.BarGraphItem) for item in panel.class_plot.getPlotItem().items)
 
 
-VALID_SESSION = {"method": "topoloss", "data": "shapes", "epochs": 12, "seed": 7, "widths": "16,36", "alpha0": 0.2, "tau": 2.5,
-                 "kind": "dprime", "class": 3, "pinwheels": False}
+VALID_SESSION = {
+    "method": "topoloss",
+    "data": "shapes",
+    "epochs": 12,
+    "seed": 7,
+    "widths": "16,36",
+    "alpha0": 0.2,
+    "tau": 2.5,
+    "kind": "dprime",
+    "class": 3,
+    "pinwheels": False,
+}
 
 
 def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
-    assert panel.klass.count() > 3  # the example run's classes
+    assert panel.controls.klass.count() > 3  # the example run's classes
     before = panel.state()
     panel.restore(VALID_SESSION)
     assert panel.state() == {**before, **VALID_SESSION}
@@ -280,21 +285,24 @@ def test_a_session_applies_every_setting_or_none(qapp, panel) -> None:
     assert panel.message.text.startswith("The session's topomap settings are invalid: unknown kind 'bogus'"), panel.message.text
 
 
-@pytest.mark.parametrize("bad, said", [
-    ({"epochs": 12.7}, "epochs must be a whole number from 1 to 500, not 12.7"),
-    ({"epochs": "12"}, "epochs must be a whole number from 1 to 500, not '12'"),
-    ({"epochs": 10**30}, "epochs must be a whole number from 1 to 500, not 1"),
-    ({"seed": "7"}, "seed must be a whole number from 0 to 1000000, not '7'"),
-    ({"seed": True}, "seed must be a whole number from 0 to 1000000, not True"),
-    ({"alpha0": "0.2"}, "alpha0 must be a number from 0.001 to 1.0, not '0.2'"),
-    ({"tau": float("inf")}, "tau must be a number from 0.0 to 100.0, not inf"),
-    ({"pinwheels": "false"}, "pinwheels must be true or false, not 'false'"),
-    ({"class": 99}, "class must be a whole number from 0 to 9, not 99"),
-    ({"class": "3"}, "class must be a whole number from 0 to 9, not '3'"),
-    ({"widths": 1636}, "widths must be text, not 1636"),
-    ({"layer": 3}, "layer must be text, not 3"),
-    ({"run": 5}, "run must be text, not 5"),
-])
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ({"epochs": 12.7}, "epochs must be a whole number from 1 to 500, not 12.7"),
+        ({"epochs": "12"}, "epochs must be a whole number from 1 to 500, not '12'"),
+        ({"epochs": 10**30}, "epochs must be a whole number from 1 to 500, not 1"),
+        ({"seed": "7"}, "seed must be a whole number from 0 to 1000000, not '7'"),
+        ({"seed": True}, "seed must be a whole number from 0 to 1000000, not True"),
+        ({"alpha0": "0.2"}, "alpha0 must be a number from 0.001 to 1.0, not '0.2'"),
+        ({"tau": float("inf")}, "tau must be a number from 0.0 to 100.0, not inf"),
+        ({"pinwheels": "false"}, "pinwheels must be true or false, not 'false'"),
+        ({"class": 99}, "class must be a whole number from 0 to 9, not 99"),
+        ({"class": "3"}, "class must be a whole number from 0 to 9, not '3'"),
+        ({"widths": 1636}, "widths must be text, not 1636"),
+        ({"layer": 3}, "layer must be text, not 3"),
+        ({"run": 5}, "run must be text, not 5"),
+    ],
+)
 def test_a_bad_session_value_is_one_sentence_and_changes_nothing(panel, bad: dict, said: str) -> None:
     """Each case also carries a good change of method (applied first until now): it must not be applied either."""
     before = panel.state()
@@ -318,6 +326,6 @@ def test_a_session_that_opens_a_run_shows_its_class(qapp, panel) -> None:
     run = str(resource_path("topomap", "cbsom-gratings.topomap.pt"))
     panel.restore({"run": run, "kind": "dprime", "class": 5})
     assert finish(qapp, panel) == ["finished"]
-    assert panel.klass.count() > 5
-    assert panel.klass.currentIndex() == 5
+    assert panel.controls.klass.count() > 5
+    assert panel.controls.klass.currentIndex() == 5
     assert panel.state()["class"] == 5

@@ -4,6 +4,7 @@ ready-to-paste snippets for Paddle's ``flashmask_attention`` and a FlexAttention
 Every file is written atomically. Snippets carry the exact vectors, zlib-compressed and base64
 encoded, so they reproduce the mask bit for bit at any N.
 """
+
 from __future__ import annotations
 
 import base64
@@ -122,8 +123,23 @@ def mask_png(mask: FlashMask, size: int = PNG_MAX) -> bytes:
 
 
 CSV_FIELDS = (
-    "mask", "rho", "density", "backend", "ms_median", "ms_min", "ms_max", "spread", "tflops_dense", "tflops_block",
-    "tflops_element", "max_error", "mask_bytes", "full_ms", "speedup_vs_dense", "speedup_vs_flex", "pct_of_ideal",
+    "mask",
+    "rho",
+    "density",
+    "backend",
+    "ms_median",
+    "ms_min",
+    "ms_max",
+    "spread",
+    "tflops_dense",
+    "tflops_block",
+    "tflops_element",
+    "max_error",
+    "mask_bytes",
+    "full_ms",
+    "speedup_vs_dense",
+    "speedup_vs_flex",
+    "pct_of_ideal",
 )
 
 
@@ -133,12 +149,27 @@ def timing_csv(report: TimingReport) -> str:
     writer.writerow(CSV_FIELDS)
     for case in report.cases:
         for r in case.rows:
-            writer.writerow([
-                case.name, f"{case.stats.rho:.6f}", f"{case.stats.density:.6f}", r.backend, f"{r.ms:.3f}", f"{r.ms_min:.3f}",
-                f"{r.ms_max:.3f}", f"{r.spread:.4f}", f"{r.tflops_dense:.5f}", f"{r.tflops_block:.5f}", f"{r.tflops_element:.5f}",
-                "" if r.max_error is None else f"{r.max_error:.3e}", r.mask_bytes, "" if r.full_ms is None else f"{r.full_ms:.3f}",
-                _opt(r.speedup_vs_dense), _opt(r.speedup_vs_flex), _opt(r.pct_of_ideal),
-            ])
+            writer.writerow(
+                [
+                    case.name,
+                    f"{case.stats.rho:.6f}",
+                    f"{case.stats.density:.6f}",
+                    r.backend,
+                    f"{r.ms:.3f}",
+                    f"{r.ms_min:.3f}",
+                    f"{r.ms_max:.3f}",
+                    f"{r.spread:.4f}",
+                    f"{r.tflops_dense:.5f}",
+                    f"{r.tflops_block:.5f}",
+                    f"{r.tflops_element:.5f}",
+                    "" if r.max_error is None else f"{r.max_error:.3e}",
+                    r.mask_bytes,
+                    "" if r.full_ms is None else f"{r.full_ms:.3f}",
+                    _opt(r.speedup_vs_dense),
+                    _opt(r.speedup_vs_flex),
+                    _opt(r.pct_of_ideal),
+                ]
+            )
     return out.getvalue()
 
 
@@ -149,7 +180,7 @@ def _opt(value: float | None) -> str:
 # Snippets ---------------------------------------------------------------------------------
 def _packed(arr: np.ndarray) -> str:
     data = base64.b64encode(zlib.compress(np.ascontiguousarray(arr, dtype=np.int32).tobytes(), 9)).decode("ascii")
-    return "\n".join(f'    "{data[i:i + 96]}"' for i in range(0, len(data), 96)) or '    ""'
+    return "\n".join(f'    "{data[i : i + 96]}"' for i in range(0, len(data), 96)) or '    ""'
 
 
 def paddle_snippet(mask: FlashMask, name: str = "custom") -> str:
@@ -251,5 +282,7 @@ def export_mask(mask: FlashMask, path: Path, fmt: str | None = None, name: str =
         return write_bytes(path, buf.getvalue())
     if fmt == "png":
         return write_bytes(path, mask_png(mask))
-    text = {"json": lambda: vectors_json(mask, name, params), "paddle": lambda: paddle_snippet(mask, name), "flex": lambda: flex_snippet(mask, name)}[fmt]()
+    text = {"json": lambda: vectors_json(mask, name, params), "paddle": lambda: paddle_snippet(mask, name), "flex": lambda: flex_snippet(mask, name)}[
+        fmt
+    ]()
     return write_text(path, text)

@@ -1,11 +1,12 @@
-"""The panel's background jobs, one call each: open the shipped example, open a run file, train
-and view a run (streaming live updates), export. Everything returned is ready to draw."""
+"""What the panel and the CLI call, one call each: open the shipped example, open a run file, train
+and view a run (streaming live updates through ``partial``). Everything returned is ready to draw."""
+
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from engines.core import NEVER_CANCELLED, CancelToken, ProgressFn, no_progress, resource_path, scaled
 
@@ -65,21 +66,21 @@ def train_and_view(
     *,
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
-    on_live: Callable[[LiveUpdate], None] | None = None,
+    partial: Callable[[LiveUpdate], None] | None = None,
     compare: CompareTable | None = None,
 ) -> Loaded:
     """Train (resuming a checkpoint at ``out``), streaming history and snapshot maps, then view."""
     from .data import load_dataset
     from .train import train
 
-    classes = load_dataset(params.validate().data).classes
+    classes = load_dataset(params.data).classes
 
-    def on_epoch(update) -> None:
-        if on_live is not None:
+    def live(update) -> None:
+        if partial is not None:
             snap = snapshot_view(params, update.snapshot) if update.snapshot is not None else None
-            on_live(LiveUpdate(params.epochs, classes, update.history, snap))
+            partial(LiveUpdate(params.epochs, classes, update.history, snap))
 
-    train(params, out=out, progress=scaled(progress, 0.0, 0.9), cancel=cancel, on_epoch=on_epoch)
+    train(params, out=out, progress=scaled(progress, 0.0, 0.9), cancel=cancel, partial=live)
     return _loaded(open_run(out, progress=scaled(progress, 0.9, 1.0), cancel=cancel), compare)
 
 
@@ -89,4 +90,4 @@ def run_name(params: TrainParams) -> str:
 
 def with_widths(params: TrainParams, text: str) -> TrainParams:
     """Parameters with widths typed as '16,36,64' (validated: a clear sentence when wrong)."""
-    return replace(params, widths=parse_widths(text)).validate()
+    return replace(params, widths=parse_widths(text))
