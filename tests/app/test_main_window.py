@@ -109,12 +109,12 @@ def test_session_save_and_open_round_trip(tmp_path: Path, main_window) -> None:
     doc = json.loads(path.read_text())
     assert doc["format"] == "workbench-session" and "attention" in doc["panels"]
     saved = doc["panels"]["attention"]
-    panel.n.setValue(saved["n"] + 256)
-    panel.preset.setCurrentIndex((panel.preset.findData(saved["preset"]) + 1) % (panel.preset.count() - 1))
-    panel.tile.setValue(saved["tile"] // 2)
+    panel.controls.n.setValue(saved["n"] + 256)
+    panel.controls.preset.setCurrentIndex((panel.controls.preset.findData(saved["preset"]) + 1) % (panel.controls.preset.count() - 1))
+    panel.controls.tile.setValue(saved["tile"] // 2)
     assert panel.state() != saved
     assert main_window.open_session(path)
-    assert (panel.n.value(), panel.preset.currentData(), panel.tile.value()) == (saved["n"], saved["preset"], saved["tile"])
+    assert (panel.controls.n.value(), panel.controls.preset.currentData(), panel.controls.tile.value()) == (saved["n"], saved["preset"], saved["tile"])
     assert panel.state() == saved
     assert str(path.resolve()) in main_window.settings.recent_files()
 
@@ -130,15 +130,15 @@ def test_dropping_a_session_file_opens_it(tmp_path: Path, main_window) -> None:
     """A dropped session file is opened: it becomes the current session and restores the panels."""
     panel = main_window.show_panel("attention")
     path = main_window.save_session(tmp_path / "drop")
-    n = panel.n.value()
+    n = panel.controls.n.value()
     main_window.session_path = None
-    panel.n.setValue(n + 256)
+    panel.controls.n.setValue(n + 256)
     data = QMimeData()
     data.setUrls([QUrl.fromLocalFile(str(path))])
     event = QDropEvent(QPoint(10, 10), Qt.DropAction.CopyAction, data, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
     main_window.dropEvent(event)
     assert main_window.session_path == path
-    assert panel.n.value() == n
+    assert panel.controls.n.value() == n
 
 
 def test_recent_files_menu_lists_opened_files(main_window) -> None:

@@ -53,7 +53,7 @@ def test_a_panel_that_cannot_restore_does_not_stop_the_others(qapp, tmp_path: Pa
         json.dumps({"format": "workbench-session", "version": 1, "panels": {"segmentation": {"anchors": "many"}, "topomap": {"epochs": 7}}})
     )
     assert main_window.open_session(path)
-    assert main_window.panel("topomap").epochs.value() == 7
+    assert main_window.panel("topomap").controls.epochs.value() == 7
     assert main_window.statusBar().currentMessage() == "Could not restore the segmentation panel: anchors must be a number"
     assert wait_until(qapp, lambda: not main_window.jobs.running, 60)
 
