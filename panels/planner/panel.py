@@ -23,6 +23,7 @@ from engines.planner.guidance_config import DEFAULT_WEIGHTS, SAFETY_TERMS, TERMS
 
 from ..base import MethodPanel, PanelContext, side_scroll
 from ..session_checks import choice, flag, mapping, named, number, shown, text, whole
+from .folder import FolderTab, suite_job
 from .plots import MetricPlots
 from .view import CAMERAS, LAYERS, SceneView
 
@@ -64,6 +65,11 @@ class PlannerPanel(MethodPanel):
         self.runner.progress.connect(lambda f, t: (self.progress.setValue(int(1000 * f)), self.progress.setFormat(t)))
         self.runner.started.connect(lambda *_: self._busy(True))
         self.runner.done.connect(lambda: self._busy(False))
+        # exports and folder suites on slots of their own: neither cancels a simulation, nor it them
+        self.exporter = self.add_runner("planner-export", finished=self.show_info)
+        self.folder_runner = self.add_runner("planner-folder", finished=self.folder.show_scores, controls=self.folder.controls)
+        self.folder.controls.run_button.clicked.connect(self.run_folder)
+        self.folder.fileChosen.connect(lambda path: self.open_path(Path(path)))
         self.source.currentIndexChanged.connect(self.preview)
         self.seed.valueChanged.connect(self.preview)
         self.preview()  # open on the chosen scene at t = 0 rather than an empty view
@@ -106,6 +112,8 @@ class PlannerPanel(MethodPanel):
         self.violations.itemActivated.connect(self._violation_chosen)
         self.violations.itemClicked.connect(self._violation_chosen)
         self.tabs.addTab(self.violations, "Violations")
+        self.folder = FolderTab()
+        self.tabs.addTab(self.folder, "Folder")
         right.addWidget(self.tabs)
         right.setSizes([640, 170])
         right.setStretchFactor(0, 1)
@@ -362,6 +370,9 @@ class PlannerPanel(MethodPanel):
         self.runner.start(lambda job: _denoise_job(episode, frame, params, loaded), f"planner: denoising at {frame}")
 
     def open_path(self, path: Path) -> None:
+        if Path(path).is_dir():  # a folder of scenarios: the Folder tab
+            self.open_folder(Path(path))
+            return
         params = self.params()
         self.file_source = Path(path)
         label = f"file: {Path(path).name}"
@@ -376,6 +387,24 @@ class PlannerPanel(MethodPanel):
         params = replace(params, scenario=str(path), type=None)
         self.runner.start(lambda job: _open_job(Path(path), params, job), f"planner: open {Path(path).name}")
         self.ctx.add_recent(str(path))
+
+    def open_folder(self, folder: Path) -> None:
+        """List a folder's scenario files in the Folder tab (the CLI's screenshot and tests call this too)."""
+        try:
+            self.folder.open_folder(folder)
+        except EngineError as exc:
+            self.show_error(str(exc))
+            return
+        self.tabs.setCurrentWidget(self.folder)
+
+    def run_folder(self) -> None:
+        """The suite over the open folder with the chosen planner (diffusion with guidance ticked: guided)."""
+        if self.folder.folder is None:
+            return
+        params = self.params()
+        planner = "diffusion+guidance" if params.planner == "diffusion" and params.guidance else params.planner
+        folder, checkpoint = self.folder.folder, params.checkpoint
+        self.folder_runner.start(lambda job: suite_job(folder, planner, params.guidance, checkpoint, job), f"planner: suite on {folder.name}")
 
     def preview(self, *_: Any) -> None:
         """Draw the chosen scenario at t = 0, until the first run (a result is never replaced by
@@ -394,9 +423,6 @@ class PlannerPanel(MethodPanel):
         return True
 
     def _on_result(self, result: Any) -> None:
-        if isinstance(result, str):  # an export finished
-            self.show_info(result)
-            return
         if isinstance(result, Preview):
             if self.loaded is None:
                 self.view.set_replay(result.replay, None)
@@ -692,8 +718,8 @@ class PlannerPanel(MethodPanel):
         self._side_job(job, "planner: export CSV")
 
     def _side_job(self, work, label: str) -> None:
-        """Exports run in the panel's job slot; their result is a sentence for the message bar."""
-        self.runner.start(work, label)
+        """Exports run on their own slot; their result is a sentence for the message bar."""
+        self.exporter.start(work, label)
 
     def shutdown(self) -> None:
         self.timer.stop()
@@ -760,10 +786,9 @@ def _loaded(episode, compare=None, note: str = "") -> Loaded:
 
 
 def _run_job(params, compare_params, job) -> Loaded:
-    from engines.core import configure_threads, scaled
+    from engines.core import scaled
     from engines.planner.runner import load_scenario, run
 
-    configure_threads()
     sc = load_scenario(params)
     split = 0.5 if compare_params else 0.95
     a = run(params, progress=scaled(job.progress, 0.0, split), cancel=job.cancel, scenario=sc).episode
@@ -784,10 +809,8 @@ def _replan_time(episode, frame: int) -> str:
 
 
 def _rerun_job(episode, frame, params, pending, cut_in, job) -> Loaded:
-    from engines.core import configure_threads
     from engines.planner.runner import move_agent, rerun, with_cut_in
 
-    configure_threads()
     edit = None
     scenario = None
     when = _replan_time(episode, frame)
@@ -804,11 +827,9 @@ def _rerun_job(episode, frame, params, pending, cut_in, job) -> Loaded:
 
 
 def _denoise_job(episode, frame, params, loaded: Loaded) -> Loaded:
-    from engines.core import configure_threads
     from engines.planner.replay import denoise_frames
     from engines.planner.runner import denoise_at
 
-    configure_threads()
     when = _replan_time(episode, frame)
     trace = denoise_at(episode, frame, params)
     frames = denoise_frames(trace)
@@ -817,11 +838,9 @@ def _denoise_job(episode, frame, params, loaded: Loaded) -> Loaded:
 
 
 def _open_job(path: Path, params, job) -> Loaded:
-    from engines.core import configure_threads
     from engines.planner.episode import FORMAT, episode_from_dict
     from engines.planner.runner import run
 
-    configure_threads()
     if path.suffix.lower() == ".json":
         try:
             text = path.read_text(encoding="utf-8")

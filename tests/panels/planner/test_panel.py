@@ -256,3 +256,45 @@ def test_opens_on_the_scene_at_t0_until_the_first_run(qapp, qtbot, panel_ctx, id
     finish(qapp, panel)
     assert panel.loaded.episode is idm_episode and "CLS" in panel.summary.text()
     assert len(panel.view.replay.frames) == idm_episode.steps + 1
+
+
+def test_an_export_does_not_cancel_a_running_simulation(qapp, qtbot, panel_ctx, idm_episode, tmp_path: Path) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    load(panel, idm_episode)
+    panel.planner.setCurrentText("idm")
+    panel.run_clicked()
+    panel.export_csv(tmp_path / "ep.csv")
+    finish(qapp, panel)
+    assert (tmp_path / "ep.csv").stat().st_size > 1000
+    assert panel.loaded.episode is not idm_episode and panel.loaded.episode.planner == "idm"  # the run finished too
+
+
+def test_a_folder_of_scenarios_gets_each_files_cls_and_a_click_replays_it(qapp, qtbot, panel_ctx, tmp_path: Path) -> None:
+    from engines.core import resource_path
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    shipped = resource_path("planner", "commonroad") / "ZAM_Tutorial-1_2_T-1.xml"
+    (folder / shipped.name).write_bytes(shipped.read_bytes())
+    (folder / "broken.xml").write_text("<commonRoad><lanelet")
+    panel = make_panel(qtbot, panel_ctx)
+    panel.open_folder(folder)
+    assert panel.tabs.currentWidget() is panel.folder
+    assert [panel.folder.table.item(r, 0).text() for r in range(2)] == ["ZAM_Tutorial-1_2_T-1.xml", "broken.xml"]
+    panel.planner.setCurrentText("idm")
+    panel.run_folder()
+    assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 300)
+    good = [float(panel.folder.table.item(0, c).text()) for c in (1, 2)]
+    assert all(0.0 <= v <= 100.0 for v in good)
+    assert [panel.folder.table.item(1, c).text() for c in (1, 2)] == ["failed", "failed"]
+    assert panel.folder.table.item(1, 1).toolTip()  # the reason, on hover
+    assert "idm: mean CLS" in panel.folder.controls.progress.format() + panel.folder.controls.status.text()
+    panel.folder.table.cellClicked.emit(0, 0)  # a click replays the file
+    finish(qapp, panel)
+    assert panel.loaded is not None and panel.loaded.episode.scenario.name.startswith("ZAM_Tutorial")
+
+
+def test_an_empty_folder_is_one_sentence(qtbot, panel_ctx, tmp_path: Path) -> None:
+    panel = make_panel(qtbot, panel_ctx)
+    panel.open_folder(tmp_path)
+    assert "holds no scenario files" in panel.message.text and panel.folder.folder is None
