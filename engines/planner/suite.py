@@ -307,7 +307,7 @@ def _paired_cls_interval(rows: list[dict[str, Any]], a: str, b: str) -> list[flo
     """95% interval of CLS(a) - CLS(b), bootstrapped over the scenarios both planners drove."""
     cls = {(r["planner"], r["type"], r["scenario"]): r["cls"] for r in rows}
     both = [key for (p, *key) in cls if p == a and (b, *key) in cls]
-    return mean_interval([cls[a, *key] - cls[b, *key] for key in both]).as_list(2)
+    return mean_interval([cls[(a, *key)] - cls[(b, *key)] for key in both]).as_list(2)
 
 
 def _checks(proc: dict[str, Any], latency: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:

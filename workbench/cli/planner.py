@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
     run.add_argument("--out", type=output_file, help="episode file to write (.json)")
 
-    suite = add_command(group, "suite", cmd_suite, "benchmark planners on procedural scenarios and the CommonRoad files")
+    # `bench` is every method group's benchmark verb; `suite` is its older name, kept as an alias.
+    suite = add_command(group, "bench", cmd_suite, "benchmark planners on procedural scenarios and the CommonRoad files, or on a folder of scenario files",
+                        aliases=["suite"])
     suite.add_argument("--n", type=int, default=104, help="number of procedural scenarios (default 104: 13 per type)")
     suite.add_argument("--seed", type=int, default=0, help="suite seed (default 0)")
     suite.add_argument("--planners", default="diffusion,diffusion+guidance,idm,pdm,constant_velocity",

@@ -93,7 +93,8 @@ def test_unknown_type_planner_and_guidance_are_one_error_line(cli) -> None:
 
 
 def test_suite_runs_every_planner_on_the_same_scenarios(cli) -> None:
-    out = cli("planner", "suite", "--n", "2", "--planners", "idm,constant_velocity", "--no-commonroad", "--json", "--quiet")
+    """`planner bench` (the old name `suite` still works: the other tests use it)."""
+    out = cli("planner", "bench", "--n", "2", "--planners", "idm,constant_velocity", "--no-commonroad", "--json", "--quiet")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     table = data["procedural"]
