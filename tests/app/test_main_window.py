@@ -114,7 +114,11 @@ def test_session_save_and_open_round_trip(tmp_path: Path, main_window) -> None:
     panel.controls.tile.setValue(saved["tile"] // 2)
     assert panel.state() != saved
     assert main_window.open_session(path)
-    assert (panel.controls.n.value(), panel.controls.preset.currentData(), panel.controls.tile.value()) == (saved["n"], saved["preset"], saved["tile"])
+    assert (panel.controls.n.value(), panel.controls.preset.currentData(), panel.controls.tile.value()) == (
+        saved["n"],
+        saved["preset"],
+        saved["tile"],
+    )
     assert panel.state() == saved
     assert str(path.resolve()) in main_window.settings.recent_files()
 

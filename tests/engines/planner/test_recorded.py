@@ -1,6 +1,7 @@
 """Learning from recorded traffic: every recorded car becomes the ego in turn, its logged future
 is the target, its neighbours' logged futures the neighbour targets, its own path the route;
 the observation is the one the simulator would build at that moment."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,19 @@ from engines.planner.commonroad_import import load_commonroad
 from engines.planner.geometry import to_local
 from engines.planner.planners.base import HISTORY_STEPS
 from engines.planner.planners.rules import ConstantVelocityPlanner
-from engines.planner.recorded import (COMFORT_BRAKE, END_MARGIN, LOG_DURATION, driven_route, extended, generate_recorded_dataset,
-                                      is_ego_candidate, map_id, recorded_samples, recorded_tracks, split_files)
+from engines.planner.recorded import (
+    COMFORT_BRAKE,
+    END_MARGIN,
+    LOG_DURATION,
+    driven_route,
+    extended,
+    generate_recorded_dataset,
+    is_ego_candidate,
+    map_id,
+    recorded_samples,
+    recorded_tracks,
+    split_files,
+)
 from engines.planner.scene import Scene
 from engines.planner.simulation import run_episode
 from engines.planner.train import load_dataset
@@ -65,7 +77,7 @@ def test_recorded_cars_with_a_future_become_the_ego(us101) -> None:
     assert len(samples.inputs) == len(samples.future) == len(samples.valid) > samples.egos
     # Row 0 of every ego target is the ego itself, in its own frame.
     np.testing.assert_allclose(samples.future[:, 0, 0], np.tile([0.0, 0.0, 1.0, 0.0], (len(samples.future), 1)), atol=1e-5)
-    assert samples.valid[:, 0, : 11].all()  # at least 2 s of logged future each
+    assert samples.valid[:, 0, :11].all()  # at least 2 s of logged future each
 
 
 def test_the_ego_target_is_the_logged_future_in_the_ego_frame(us101) -> None:
@@ -161,7 +173,7 @@ def test_no_sample_teaches_driving_past_the_end_of_the_mapped_road(us101) -> Non
         logged = tracks.states[HISTORY_STEPS + rows, car]
         route = scene.with_route(extended(scene, driven_route(scene, logged)[0])).route_path
         for n in np.flatnonzero(samples.sources[:, 0] == car):
-            future = logged[samples.sources[n, 1] - rows[0]:][::2][:41]
+            future = logged[samples.sources[n, 1] - rows[0] :][::2][:41]
             taught = samples.valid[n, 0]
             s, _ = route.project(future[:, :2])
             reach = s + future[:, 3] ** 2 / (2 * COMFORT_BRAKE) + END_MARGIN
