@@ -84,10 +84,16 @@ def describe_machine(machine: dict[str, Any]) -> str:
     if machine.get("gpu"):
         parts.append(str(machine["gpu"]))
     if machine.get("threads"):
-        parts.append(f"{machine['threads']} torch threads")
+        parts.append(f"torch threads {machine['threads']}")
     if machine.get("load") is not None:
         parts.append(f"load {machine['load']} at the end")
     return ", ".join(parts)
+
+
+def busy(machine: dict[str, Any]) -> bool:
+    """More runnable processes than cores when it ended: every timing is stretched by the others' work."""
+    load, cores = machine.get("load"), machine.get("cores")
+    return isinstance(load, (int, float)) and isinstance(cores, int) and load > cores
 
 
 def _cell(value: Any) -> str:
@@ -105,6 +111,12 @@ def render_record(record: Record, records_dir: str) -> list[str]:
         + f". Record: [`{records_dir}/{record.name}.json`](../{records_dir}/{record.name}.json).",
         "",
     ]
+    if busy(record.machine):
+        lines += [
+            f"**Measured on a busy machine** (load {record.machine['load']} on {record.machine['cores']} cores): times and rates here say more",
+            "about the other jobs than about this code. Rerun the command on a quiet machine before comparing them with a target.",
+            "",
+        ]
     scalars = {k: v for k, v in record.result.items() if isinstance(v, (int, float, str, bool)) or v is None}
     if scalars:
         lines += ["| measure | value |", "|---|---|"] + [f"| {_cell(k)} | {_cell(v)} |" for k, v in scalars.items()] + [""]
@@ -136,14 +148,21 @@ def render(records_dir: Path, makefile: Path) -> str:
     ]
     for name in order:
         r = records[name]
-        lines.append(f"| [{name}](#{name}) | {r.date[:10]} | {_cell(describe_machine(r.machine))} | `{_cell(r.command)}` |")
+        note = " (busy)" if busy(r.machine) else ""
+        lines.append(f"| [{name}](#{name}) | {r.date[:10]} | {_cell(describe_machine(r.machine))}{note} | `{_cell(r.command)}` |")
     for p in missing:
         lines.append(f"| {p.name} | not recorded yet | | `{_cell(p.command)}` |")
     lines.append("")
     for name in order:
         lines += render_record(records[name], shown_dir)
     if missing:
-        lines += ["## Not recorded yet", "", "These benchmarks of `make bench` have no record yet; each command below makes one.", ""]
+        lines += [
+            "## Not recorded yet",
+            "",
+            "These benchmarks of `make bench` have no record yet; each command below makes one. Until then, their",
+            "last numbers, typed by hand with their dates when they were measured, are in [docs/history/](history/).",
+            "",
+        ]
         if setup:
             lines += ["First the set-up the bench target does: " + "; ".join(f"`{c}`" for c in setup) + ".", ""]
         lines += [f"- `{p.command} --record {shown_dir}/{p.name}.json`" for p in missing] + [""]

@@ -64,8 +64,9 @@ def test_the_page_holds_each_record_and_names_the_missing_ones(tmp_path: Path) -
 
     assert "| cold_start_s | 0.65 |" in page and "| stall_ms | 10 |" in page and "nested" not in page  # scalars only; tables say the rest
     assert "```text\ncold start  0.65 s\n```" in page and "causal  1.23x" in page  # a record outside the Makefile is shown too
-    assert "2026-12-07 08:00:00+00:00 on AMD EPYC 7B13, 2 cores, 1 torch threads, load 1.5 at the end, commit abc1234" in page
+    assert "2026-12-07 08:00:00+00:00 on AMD EPYC 7B13, 2 cores, torch threads 1, load 1.5 at the end, commit abc1234" in page
     assert page.index("## shell") < page.index("## extra") < page.index("## Not recorded yet")
+    assert "busy machine" not in page  # load 1.5 on 2 cores
     missing = page[page.index("## Not recorded yet") :]
     assert "`workbench segmentation bench --scenes bench-data/segmentation --record bench-results/segmentation.json`" in missing
     assert "`workbench topomap bench --seeds 3 --record bench-results/topomap.json`" in missing
@@ -106,3 +107,14 @@ def test_a_record_must_be_json(cli, tmp_path: Path) -> None:
     out = cli("attention", "bench", "--mask", "causal", "--n", "128", "--record", str(tmp_path / "r.txt"))
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("error: --record") and "Traceback" not in out.stderr
     assert not (tmp_path / "r.txt").exists()
+
+
+def test_a_record_from_a_busy_machine_says_so(tmp_path: Path) -> None:
+    render = _renderer()
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    _record(tmp_path, "shell", "workbench bench", {"cold_start_s": 60.4}, None)
+    data = json.loads((tmp_path / "shell.json").read_text())
+    data["machine"]["load"] = 21.25
+    (tmp_path / "shell.json").write_text(json.dumps(data))
+    page = render.render(tmp_path, tmp_path / "Makefile")
+    assert "**Measured on a busy machine** (load 21.25 on 2 cores)" in page and "load 21.25 at the end (busy) |" in page
