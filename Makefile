@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 WB     := $(PY) -m workbench
 
-.PHONY: setup run lint test bench demo clean
+.PHONY: setup run lint test bench benchmarks-page screenshots demo clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -20,17 +20,33 @@ test: setup lint
 	$(PY) -m pytest
 
 # Benchmarks print tables of measured ratios against peers and baselines; never part of `make test`.
-# Each runs its peers and baselines in the same run (about 1 h 15 min in all on 2 cores).
+# Each runs its peers and baselines in the same run (about 1 h 15 min in all on 2 cores) and writes
+# a record (--record) to bench-results/; docs/benchmarks.md is rendered from the records.
+BENCH_DIR := bench-results
+
 bench: setup
-	$(WB) bench
-	$(WB) attention bench
-	$(WB) sketcher bench --targets 100 --primitives 1-4 --budget 2000 --sketch 100
-	$(WB) sketcher bench --targets 15 --primitives 5-8 --budget 2000
-	$(WB) planner suite --n 104 --seed 0
-	$(WB) planner replay-fps
+	mkdir -p $(BENCH_DIR)
+	$(WB) bench --record $(BENCH_DIR)/shell.json
+	$(WB) attention bench --record $(BENCH_DIR)/attention.json
+	$(WB) sketcher bench --targets 100 --primitives 1-4 --budget 2000 --sketch 100 --record $(BENCH_DIR)/sketcher-1-4.json
+	$(WB) sketcher bench --targets 15 --primitives 5-8 --budget 2000 --record $(BENCH_DIR)/sketcher-5-8.json
+	$(WB) planner suite --n 104 --seed 0 --record $(BENCH_DIR)/planner-suite.json
+	$(WB) planner replay-fps --record $(BENCH_DIR)/planner-replay-fps.json
 	$(WB) segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation
-	$(WB) segmentation bench --scenes bench-data/segmentation
-	$(WB) topomap bench --seeds 3
+	$(WB) segmentation bench --scenes bench-data/segmentation --record $(BENCH_DIR)/segmentation.json
+	$(WB) topomap bench --seeds 3 --record $(BENCH_DIR)/topomap.json
+	$(MAKE) benchmarks-page
+
+# docs/benchmarks.md from the records alone (seconds; no benchmark runs).
+benchmarks-page: setup
+	$(PY) scripts/render_benchmarks.py
+
+# The README's and docs' pictures: the window, and each panel after its example ran (a few minutes).
+screenshots: setup
+	$(WB) screenshot --out docs/images/window.png
+	for panel in segmentation planner attention sketcher topomap; do \
+		$(WB) screenshot --panel $$panel --run --out docs/images/$$panel.png || exit 1; \
+	done
 
 demo: setup
 	$(WB) demo --out demo-output

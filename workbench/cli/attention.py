@@ -9,6 +9,7 @@ from typing import Any
 from engines.core import CancelToken, EngineError, ProgressFn
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file
+from .record import add_record_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--warmup", type=int, default=1)
     bench.add_argument("--threads", type=int, default=0, help="torch threads (default: every core)")
     bench.add_argument("--csv", type=output_file, help="also write the table as CSV")
+    add_record_flag(bench)
 
 
 def _mask_args(parser: argparse.ArgumentParser) -> None:

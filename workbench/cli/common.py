@@ -51,6 +51,10 @@ def output(args: argparse.Namespace, data: dict[str, Any], human: str | None = N
         for key, value in to_jsonable(data).items():
             sys.stdout.write(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}\n")
     sys.stdout.flush()
+    if getattr(args, "record", None):  # a benchmark's --record (workbench/cli/record.py)
+        from .record import write_record
+
+        write_record(args.record, getattr(args, "argv", sys.argv[1:]), data, human)
 
 
 class StderrProgress:

@@ -16,6 +16,7 @@ from engines.core import METHODS, Cancelled, EngineError
 from engines.core.device import env_threads
 
 from .common import ArgumentParser, add_command, cli_job, output, output_file, output_folder, parse_size
+from .record import add_record_flag
 
 
 def build_parser() -> ArgumentParser:
@@ -41,6 +42,7 @@ def build_parser() -> ArgumentParser:
     bench = add_command(sub, "bench", cmd_bench, "shell benchmark: cold start to first paint, UI stall under a torch job")
     bench.add_argument("--starts", type=int, default=5, help="cold starts to time (default 5)")
     bench.add_argument("--seconds", type=float, default=4.0, help="length of the torch job for the stall test")
+    add_record_flag(bench)
 
     for name in METHODS:
         if importlib.util.find_spec(f"workbench.cli.{name}") is not None:
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "handler"):
             parser.print_help()
             return 0
+        args.argv = list(argv)  # what a benchmark record says was run
         if args.handler not in (cmd_gui, cmd_screenshot, cmd_demo):
             # No UI thread to leave a core to: let torch use them all.
             os.environ.setdefault("WORKBENCH_THREADS", str(os.cpu_count() or 1))

@@ -8,6 +8,7 @@ from engines.core import EngineError
 from engines.planner.params import SPLITS
 
 from .common import add_command, add_group, cli_job, existing_file, existing_folder, output, output_file
+from .record import add_record_flag
 
 
 SHIPPED_EPISODES = 960  # expert episodes the shipped checkpoint was trained on (data and train defaults)
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--workers", type=int, default=2,
                        help="processes running scenarios side by side, one torch thread each (default 2; the scores do not depend on it)")
     suite.add_argument("--out", type=output_file, help="also write the JSON result to this file")
+    add_record_flag(suite)
 
     video = add_command(group, "video", cmd_video, "render an episode to .mp4 or .gif")
     video.add_argument("episode", type=existing_file, help="episode .json written by 'planner run'")
@@ -58,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fps = add_command(group, "replay-fps", cmd_replay_fps, "benchmark: frames/s of the replay panel on a dense scene (30+ agents, 16 samples)")
     fps.add_argument("--frames", type=int, default=180, help="frames to step and repaint (default 180)")
     fps.add_argument("--size", default="1400x900", help="window size WIDTHxHEIGHT (default 1400x900)")
+    add_record_flag(fps)
 
     data = add_command(group, "data", cmd_data, "generate training data: expert demonstrations on procedural scenarios, or recorded traffic")
     data.add_argument("--from-logs", type=existing_folder,

@@ -8,6 +8,7 @@ from typing import Any
 from engines.core import EngineError, ProgressFn, CancelToken
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder, seed
+from .record import add_record_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
     bench.add_argument("--policy", type=existing_file, help="PPO policy checkpoint of the grabs_ppo row (default: the shipped one)")
+    add_record_flag(bench)
 
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
     train.add_argument("--minutes", type=float, default=25.0, help="wall-clock minutes for this run (default 25, at most 90)")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file, seed
+from .record import add_record_flag
 
 if TYPE_CHECKING:
     from engines.sketcher.data import DataConfig
@@ -67,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
     bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
+    add_record_flag(bench)
 
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
     render.add_argument("--program", required=True, help='CSG2D text, e.g. "(- (Circle 6 8 8) (Quad 8 8 2 2 H))"')

@@ -10,6 +10,7 @@ from engines.core import EngineError, to_jsonable
 from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams, parse_widths
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder
+from .record import add_record_flag
 
 SHIPPED_RUN = "cbsom.topomap.pt"
 
@@ -73,6 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     comp.add_argument("--methods", type=str, default=",".join(METHODS), help="comma-separated methods (default all)")
     comp.add_argument("--out", type=output_folder, default=None, help="folder to keep every run file in (a rerun reuses and resumes them)")
     comp.add_argument("--save", type=output_file, default=None, help="also write the result JSON here (for the panel's scatter plot)")
+    add_record_flag(comp)
     _schedule_flags(comp)
 
     maps = add_command(group, "maps", cmd_maps, "write a run's maps: PNG images, maps.npz, units.csv and weights.npz")
