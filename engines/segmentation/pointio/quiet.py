@@ -1,13 +1,15 @@
-"""Library chatter during a read: Python warnings and Open3D's C++ stderr, caught rather than shown.
+"""Library chatter during a read: Python warnings and Open3D's C++ output, caught rather than shown.
 
-Open3D prints "[Open3D WARNING] Read PLY failed: ..." straight to file descriptor 2, where
-Python's `sys.stderr` cannot catch it; NumPy warns about empty text files. The user should see
-one `error:` sentence naming the file and the problem, not a stream of library lines, so reads
-run with descriptor 2 pointed at a temporary file and the warnings recorded; what was caught
-becomes part of the error when the read fails, and the log's business when it succeeds.
+Open3D prints "[Open3D WARNING] Read PCD failed: ..." straight to file descriptor 1 (stdout, where
+it would corrupt the CLI's --json record) or 2, where Python's `sys.stdout` / `sys.stderr` cannot
+catch it. The user should see one `error:` sentence naming the file and the problem, not a stream
+of library lines, so Open3D's reads and writes run with descriptors 1 and 2 pointed at a temporary
+file and Python's warnings recorded; what was caught becomes part of the error when the call
+fails, and the log's business when it succeeds.
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import re
@@ -20,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 _log = logging.getLogger("engines.segmentation.pointio")
-_lock = threading.RLock()  # descriptor 2 is the process's: one redirection at a time
+_lock = threading.RLock()  # descriptors 1 and 2 are the process's: one redirection at a time
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = re.compile(r"^\[Open3D [A-Z]+\]\s*")
 
@@ -40,34 +42,43 @@ class Caught:
 def caught(name: str) -> Iterator[Caught]:
     """Run a read with warnings recorded and descriptor 2 captured; log what was said."""
     out = Caught()
-    with _lock, warnings.catch_warnings(record=True) as recorded, _stderr_to_file() as text:
+    with _lock, warnings.catch_warnings(record=True) as recorded, _to_file(1) as said_out, _to_file(2) as said_err:
         warnings.simplefilter("always")
         try:
             yield out
         finally:
-            out.lines[:0] = _clean(text()) + [str(w.message) for w in recorded]
+            _flush_c_streams()
+            out.lines[:0] = _clean(said_err() + said_out()) + [str(w.message) for w in recorded]
             for line in out.lines:
                 _log.info("%s: %s", name, line)
 
 
+def _flush_c_streams() -> None:
+    """C's stdio buffers stdout into a pipe: flush it while it still points at the temporary file."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library to ask (Windows): its streams are unbuffered there
+        pass
+
+
 @contextmanager
-def _stderr_to_file() -> Iterator:
-    """Point descriptor 2 at a temporary file for the duration; yield a function reading it back."""
+def _to_file(fd: int) -> Iterator:
+    """Point descriptor ``fd`` at a temporary file for the duration; yield a function reading it back."""
     buffer = tempfile.TemporaryFile()
     try:
-        sys.stderr.flush()
-        saved = os.dup(2)
+        (sys.stdout if fd == 1 else sys.stderr).flush()
+        saved = os.dup(fd)
     except (OSError, ValueError, AttributeError):  # no descriptor 2 (a windowed app): nothing to catch
         buffer.close()
         yield lambda: ""
         return
-    os.dup2(buffer.fileno(), 2)
+    os.dup2(buffer.fileno(), fd)
     restored = False
 
     def text() -> str:
         nonlocal restored
         if not restored:
-            os.dup2(saved, 2)
+            os.dup2(saved, fd)
             os.close(saved)
             restored = True
         buffer.seek(0)
