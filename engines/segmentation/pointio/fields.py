@@ -100,7 +100,7 @@ def to_bytes(values: np.ndarray) -> np.ndarray:
     """Colours as uint8: floats in 0..1 scaled, 16-bit colours divided down."""
     values = np.asarray(values).reshape(-1, 3)
     if values.dtype.kind == "f":
-        scale = 255.0 if np.nanmax(values, initial=0.0) <= 1.0 else 1.0
+        scale = 255.0 if np.nanmax(values, initial=0.0) <= 1.001 else 1.0  # fractions (a hair over 1 after interpolation)
         return np.clip(np.nan_to_num(values) * scale, 0, 255).astype(np.uint8)
     if values.dtype.itemsize > 1:  # 16-bit colours
         return (np.clip(values, 0, 65535) // 257).astype(np.uint8)

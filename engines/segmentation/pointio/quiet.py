@@ -1,15 +1,16 @@
 """Library chatter during a read: Python warnings and Open3D's C++ output, caught rather than shown.
 
-Open3D prints "[Open3D WARNING] Read PCD failed: ..." straight to file descriptor 1 (stdout, where
-it would corrupt the CLI's --json record) or 2, where Python's `sys.stdout` / `sys.stderr` cannot
-catch it. The user should see one `error:` sentence naming the file and the problem, not a stream
-of library lines, so Open3D's reads and writes run with descriptors 1 and 2 pointed at a temporary
-file and Python's warnings recorded; what was caught becomes part of the error when the call
-fails, and the log's business when it succeeds.
+Open3D prints "[Open3D WARNING] Read PCD failed: ..." through Python's `sys.stdout` (where it would
+corrupt the CLI's --json record), and C++ code may write to file descriptors 1 and 2 directly. The
+user should see one `error:` sentence naming the file and the problem, not a stream of library
+lines, so Open3D's reads and writes run with `sys.stdout` / `sys.stderr` swapped for a buffer,
+descriptors 1 and 2 pointed at a temporary file and Python's warnings recorded; what was caught
+becomes part of the error when the call fails, and the log's business when it succeeds.
 """
 from __future__ import annotations
 
 import ctypes
+import io
 import logging
 import os
 import re
@@ -18,7 +19,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 
 _log = logging.getLogger("engines.segmentation.pointio")
@@ -42,13 +43,15 @@ class Caught:
 def caught(name: str) -> Iterator[Caught]:
     """Run a read with warnings recorded and descriptor 2 captured; log what was said."""
     out = Caught()
-    with _lock, warnings.catch_warnings(record=True) as recorded, _to_file(1) as said_out, _to_file(2) as said_err:
+    python = io.StringIO()
+    with (_lock, warnings.catch_warnings(record=True) as recorded, _to_file(1) as said_out, _to_file(2) as said_err,
+          redirect_stdout(python), redirect_stderr(python)):
         warnings.simplefilter("always")
         try:
             yield out
         finally:
             _flush_c_streams()
-            out.lines[:0] = _clean(said_err() + said_out()) + [str(w.message) for w in recorded]
+            out.lines[:0] = _clean(python.getvalue() + said_err() + said_out()) + [str(w.message) for w in recorded]
             for line in out.lines:
                 _log.info("%s: %s", name, line)
 
