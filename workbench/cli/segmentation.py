@@ -89,6 +89,14 @@ def _params(anchors: int, agent: str = "search", **kwargs: Any):
         raise EngineError(str(exc)) from None
 
 
+def _after(progress: ProgressFn, seconds: float) -> ProgressFn:
+    """Progress that starts to show only after ``seconds``: a small file reads without a line of it."""
+    import time
+
+    start = time.monotonic()
+    return lambda fraction, text: progress(fraction, text) if time.monotonic() - start >= seconds else None
+
+
 def cmd_scenes(args: argparse.Namespace) -> None:
     from engines.segmentation.bench import write_scenes
     from engines.segmentation.scenes import SceneParams
@@ -123,15 +131,6 @@ def cmd_run(args: argparse.Namespace) -> None:
         raise EngineError(f"--summary {args.summary.name}: the summary is JSON, so give it a .json name")
     if args.scannet:
         check_scannet_folder(args.scannet)
-    with cli_job(args, "read ", torch=False) as (progress, cancel):  # a bad file fails here, before torch is imported
-        cloud = read_cloud(args.scene, frame=InputFrame(args.units, args.up), progress=progress, cancel=cancel)
-    if not args.quiet:
-        print(f"input: {args.scene.name}: {len(cloud):,} points, {cloud.placement.note}", file=sys.stderr)
-    configure_threads()
-    if args.method == "grabs" and args.agent == "ppo":
-        from engines.segmentation.policy import load_policy
-
-        load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
                      agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed),
                      nested=NestedParams(enabled=not args.no_nested))
@@ -140,6 +139,15 @@ def cmd_run(args: argparse.Namespace) -> None:
                                  min_points=args.min_points, join_coverage=args.join_coverage)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
+    with cli_job(args, "read ", torch=False) as (progress, cancel):  # a bad file fails here, before torch is imported
+        cloud = read_cloud(args.scene, frame=InputFrame(args.units, args.up), progress=_after(progress, 1.0), cancel=cancel)
+    configure_threads()
+    if args.method == "grabs" and args.agent == "ppo":
+        from engines.segmentation.policy import load_policy
+
+        load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
+    if not args.quiet:
+        print(f"input: {args.scene.name}: {len(cloud):,} points, {cloud.placement.note}", file=sys.stderr)
     with cli_job(args, "run ") as (progress, cancel):
         result = segment(cloud, params, progress, cancel)
     export_ply(args.out, cloud, result)

@@ -50,8 +50,7 @@ def read_cloud(path: str | os.PathLike[str], *, max_points: int = MAX_POINTS, ma
         raise EngineError(f"{path.name} is empty (0 bytes)")
     if size > max_bytes:
         raise EngineError(f"{path.name} is too large ({size / 1024**3:.1f} GiB; the limit is {max_bytes / 1024**3:.1f} GiB)")
-    reading = scaled(progress, 0.0, 0.85 if frame else 1.0)
-    reading(0.0, f"reading {path.name}")
+    reading = scaled(progress, 0.0, 0.85 if frame else 1.0)  # first told after a chunk: a file refused at once says only why
     units = None
     if suffix == ".npz":
         with caught(path.name):
@@ -70,7 +69,7 @@ def read_cloud(path: str | os.PathLike[str], *, max_points: int = MAX_POINTS, ma
         return cloud
     progress(0.9, f"{path.name}: checking units and up axis")
     out = placed(cloud, frame, units)
-    progress(1.0, f"{path.name}: {out.placement.note}")
+    progress(1.0, f"read {len(out):,} points from {path.name}")
     return out
 
 
