@@ -139,6 +139,11 @@ class SceneView:
         """What was assumed about the file's units and up axis ('' for a cloud not read with a frame)."""
         return self.cloud.placement.note
 
+    @property
+    def brief(self) -> str:
+        """`note` in a few words, for a status line."""
+        return self.cloud.placement.brief
+
 
 @dataclass
 class ResultView:

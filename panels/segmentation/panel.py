@@ -142,9 +142,10 @@ class SegmentationPanel(MethodPanel):
         self.replay = AgentReplay()
         self.thresholds = ThresholdControls()
         self.metrics = MetricsView()
-        for w, name in ((self.segments, "Segments"), (self.controls, "View"), (self.replay, "Agent"),
-                        (self.thresholds, "Thresholds"), (self.metrics, "Metrics"), (self.input, "Input")):
+        for w, name in ((self.input, "Input"), (self.segments, "Segments"), (self.controls, "View"), (self.replay, "Agent"),
+                        (self.thresholds, "Thresholds"), (self.metrics, "Metrics")):
             self.tabs.addTab(w, name)
+        self.tabs.setCurrentWidget(self.segments)
         self.tabs.setMinimumWidth(300)
         self.tabs.setUsesScrollButtons(False)  # every tab in sight (names elided when the side is narrow)
         self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
@@ -337,10 +338,10 @@ class SegmentationPanel(MethodPanel):
             text += f" ({n_drawn:,} drawn)"
         if scene.dropped:
             text += f"; {scene.dropped:,} NaN/inf points dropped"
-        if scene.note:
-            text += f"; {scene.note}"
+        if scene.brief:
+            text += f"; {scene.brief}"
         self.input.assumed.setText(f"{Path(scene.path).name}: {scene.note}." if scene.note else "")
-        self.status.setToolTip(text)
+        self.status.setToolTip(f"{Path(scene.path).name}: {scene.note}" if scene.note else "")
         self.scene = scene
         self.view = None  # any earlier result belongs to another cloud
         self.hidden = set()

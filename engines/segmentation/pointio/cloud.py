@@ -19,6 +19,7 @@ class Placement:
     scale: float = 1.0  # file units per metre: 1 (metres) or 1000 (millimetres)
     up: str = "z"  # the file's up axis: "z" or "y" (y up is turned to z up by +90 degrees about x)
     note: str = ""  # one line: what was assumed about units and up axis, and why
+    brief: str = ""  # the same in a few words, for a status line: "millimetres, y up (detected)"
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,13 @@ def placed(cloud: PointCloud, frame: InputFrame, units_why: tuple[str, str] | No
         note += "; converted to metres, z up"
     normals = None if cloud.normals is None else to_engine_axes(cloud.normals, up).astype(np.float32)
     return replace(cloud, points=np.ascontiguousarray(to_engine_axes(points, up), dtype=np.float32), normals=normals,
-                   placement=Placement(scale, up, note))
+                   placement=Placement(scale, up, note, _brief(units, units_note == "set", up, up_note == "set")))
+
+
+def _brief(units: str, units_set: bool, up: str, up_set: bool) -> str:
+    if units_set == up_set:
+        return f"{_WORDS[units]}, {up} up ({'set' if units_set else 'detected'})"
+    return f"{_WORDS[units]} ({'set' if units_set else 'detected'}), {up} up ({'set' if up_set else 'detected'})"
 
 
 def mesh_units(vertices: np.ndarray, frame: InputFrame) -> tuple[str, str]:
