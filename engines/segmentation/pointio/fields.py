@@ -10,7 +10,7 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 
 from .cloud import PointCloud
 
-CHUNK_BYTES = 32 * 1024**2  # one read between progress reports and cancel checks
+CHUNK_BYTES = 8 * 1024**2  # one read between progress reports and cancel checks (a few hundred thousand points)
 NORMALS = (("nx", "ny", "nz"), ("normal_x", "normal_y", "normal_z"))
 
 

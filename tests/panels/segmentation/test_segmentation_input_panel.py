@@ -21,6 +21,17 @@ def _scan(tmp_path: Path) -> Path:
     return write_cloud(tmp_path / "scan_mm.ply", PointCloud(np.column_stack([room[:, 0], room[:, 2], -room[:, 1]]) * 1000.0))
 
 
+@pytest.mark.parametrize("state, needle", [
+    ({"units": "cm"}, "unknown units 'cm' (choose auto, m, mm)"),
+    ({"up": "x"}, "unknown up 'x' (choose auto, z, y)"),
+])
+def test_bad_units_or_up_in_a_session_change_nothing(qapp, panel, state: dict, needle: str) -> None:
+    before = panel.state()
+    panel.restore(state)
+    assert panel.message.text == f"The session's segmentation settings are invalid: {needle}"
+    assert panel.state() == before
+
+
 def test_detected_then_set_units_and_up_axis(qapp, panel, tmp_path: Path) -> None:
     p = panel
     p.open_path(_scan(tmp_path))
@@ -32,14 +43,3 @@ def test_detected_then_set_units_and_up_axis(qapp, panel, tmp_path: Path) -> Non
     assert finish(qapp, p, 120)[-1] == "finished"
     assert p.status.text() == "scan_mm.ply: 5,500 points; metres, z up (set)" and np.ptp(p.scene.cloud.points[:, 2]) > 3000
     assert (p.state()["units"], p.state()["up"]) == ("m", "z")
-
-
-@pytest.mark.parametrize("state, needle", [
-    ({"units": "cm"}, "unknown units 'cm' (choose auto, m, mm)"),
-    ({"up": "x"}, "unknown up 'x' (choose auto, z, y)"),
-])
-def test_bad_units_or_up_in_a_session_change_nothing(qapp, panel, state: dict, needle: str) -> None:
-    before = panel.state()
-    panel.restore(state)
-    assert panel.message.text == f"The session's segmentation settings are invalid: {needle}"
-    assert panel.state() == before
