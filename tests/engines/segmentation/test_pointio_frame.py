@@ -101,7 +101,7 @@ def test_a_mesh_is_sampled_by_area_reproducibly(tmp_path: Path) -> None:
     on_a_face = np.isclose(p, 0, atol=1e-5) | np.isclose(p, [4.0, 3.0, 2.5], atol=1e-5)
     assert on_a_face.any(axis=1).all() and (p >= -1e-5).all() and (p <= np.array([4, 3, 2.5]) + 1e-5).all()
     assert cloud.normals is not None and np.allclose(np.linalg.norm(cloud.normals, axis=1), 1.0, atol=1e-4)
-    assert np.array_equal(cloud.colors[0], [255, 127, 0])
+    assert np.abs(cloud.colors.astype(int) - [255, 128, 0]).max() <= 1  # the vertex colour, interpolated over each face
     assert np.array_equal(read_cloud(path, frame=InputFrame()).points, p)  # seeded: the same points every time
 
 
