@@ -139,13 +139,14 @@ def cmd_run(args: argparse.Namespace) -> None:
                                  min_points=args.min_points, join_coverage=args.join_coverage)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
-    with cli_job(args, "read ", torch=False) as (progress, cancel):  # a bad file fails here, before torch is imported
-        cloud = read_cloud(args.scene, frame=InputFrame(args.units, args.up), progress=_after(progress, 1.0), cancel=cancel)
-    configure_threads()
     if args.method == "grabs" and args.agent == "ppo":
         from engines.segmentation.policy import load_policy
 
-        load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
+        configure_threads()
+        load_policy(args.policy)  # a bad checkpoint fails here, before the read reports progress
+    with cli_job(args, "read ", torch=False) as (progress, cancel):  # a bad file fails here, before the segmentation imports torch
+        cloud = read_cloud(args.scene, frame=InputFrame(args.units, args.up), progress=_after(progress, 1.0), cancel=cancel)
+    configure_threads()
     if not args.quiet:
         print(f"input: {args.scene.name}: {len(cloud):,} points, {cloud.placement.note}", file=sys.stderr)
     with cli_job(args, "run ") as (progress, cancel):
