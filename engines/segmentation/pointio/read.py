@@ -19,7 +19,7 @@ from . import mesh as meshes
 from . import ply
 from .cloud import PointCloud
 from .fields import to_bytes
-from .frame import InputFrame, detect_units, mesh_units, placed
+from .frame import SCALES, InputFrame, detect_units, mesh_units, placed
 from .npz import read_npz
 from .pcd import read_pcd
 from .quiet import caught
@@ -84,7 +84,7 @@ def _read_ply(path: Path, size: int, max_points: int, frame: InputFrame | None, 
     mesh = meshes.read_mesh(path, head.vertex.n, head.faces)
     cancel.raise_if_cancelled()
     units = mesh_units(mesh.vertices, frame) if frame else None
-    scale = {"m": 1.0, "mm": 1000.0}[(units or detect_units(mesh.vertices))[0]]
+    scale = SCALES[(units or detect_units(mesh.vertices))[0]]
     return meshes.sample(mesh, scale, max_points, scaled(progress, 0.5, 1.0), cancel), units
 
 
