@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.core import CancelToken, NEVER_CANCELLED, ProgressFn, no_progress
+from engines.core import CancelToken, NEVER_CANCELLED, ProgressFn, no_progress, scaled
 
 from .metrics import APResult, evaluate
 from .pipeline import SegmentationResult
-from .pointio import PointCloud, read_cloud
+from .pointio import InputFrame, PointCloud, read_cloud
 
 MAX_DRAWN = 200_000
 COLOR_MODES: tuple[str, ...] = ("instance", "ground truth", "score", "prior residual", "rgb", "errors")
@@ -134,6 +134,16 @@ class SceneView:
     def points(self) -> int:
         return len(self.cloud)
 
+    @property
+    def note(self) -> str:
+        """What was assumed about the file's units and up axis ('' for a cloud not read with a frame)."""
+        return self.cloud.placement.note
+
+    @property
+    def brief(self) -> str:
+        """`note` in a few words, for a status line."""
+        return self.cloud.placement.brief
+
 
 @dataclass
 class ResultView:
@@ -146,10 +156,10 @@ class ResultView:
     errors: dict[str, int]
 
 
-def load_view(path: Path, max_drawn: int = MAX_DRAWN, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> SceneView:
-    """Read a cloud and prepare its drawing (run in a worker: a large file takes seconds)."""
-    progress(0.05, f"reading {Path(path).name}")
-    cloud = read_cloud(path)
+def load_view(path: Path, max_drawn: int = MAX_DRAWN, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED,
+              frame: InputFrame = InputFrame()) -> SceneView:
+    """Read a cloud in metres, z up, and prepare its drawing (run in a worker: a large file takes seconds)."""
+    cloud = read_cloud(path, frame=frame, progress=scaled(progress, 0.0, 0.6), cancel=cancel)
     cancel.raise_if_cancelled()
     return scene_view(cloud, str(path), max_drawn, progress)
 

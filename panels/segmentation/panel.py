@@ -20,11 +20,12 @@ from PySide6.QtWidgets import (
 )
 
 from engines.core import EngineError, atomic_path
+from engines.segmentation.pointio.frame import UNITS, UP_AXES
 
 from ..base import MethodPanel, PanelContext
 from ..session_checks import choice, flag, mapping, named, number, text, whole
 from . import work
-from .sidebar import COLOR_MODES, AgentReplay, MetricsView, SegmentList, ThresholdControls, ViewControls
+from .sidebar import COLOR_MODES, AgentReplay, InputControls, MetricsView, SegmentList, ThresholdControls, ViewControls
 from .view3d import PointView
 
 FILTER = "Point clouds (*.ply *.pcd *.xyz *.pts *.npz)"
@@ -135,14 +136,16 @@ class SegmentationPanel(MethodPanel):
         self.gt_box.setVisible(False)
         split.addWidget(self.views)
         self.tabs = QTabWidget()
+        self.input = InputControls()
         self.segments = SegmentList()
         self.controls = ViewControls()
         self.replay = AgentReplay()
         self.thresholds = ThresholdControls()
         self.metrics = MetricsView()
-        for w, name in ((self.segments, "Segments"), (self.controls, "View"), (self.replay, "Agent"),
+        for w, name in ((self.input, "Input"), (self.segments, "Segments"), (self.controls, "View"), (self.replay, "Agent"),
                         (self.thresholds, "Thresholds"), (self.metrics, "Metrics")):
             self.tabs.addTab(w, name)
+        self.tabs.setCurrentWidget(self.segments)
         self.tabs.setMinimumWidth(300)
         self.tabs.setUsesScrollButtons(False)  # every tab in sight (names elided when the side is narrow)
         self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
@@ -160,6 +163,7 @@ class SegmentationPanel(MethodPanel):
         self.replay.stepChanged.connect(self._show_step)
         self.replay.play.toggled.connect(lambda on: self._play.start() if on else self._play.stop())
         self.thresholds.changed.connect(self._recompute_timer.start)
+        self.input.changed.connect(self._reload)
         self.pred_view.clicked.connect(self.pick)
         self.pred_view.cameraChanged.connect(lambda: self._linked(self.gt_view, self.pred_view))
         self.gt_view.cameraChanged.connect(lambda: self._linked(self.pred_view, self.gt_view))
@@ -167,8 +171,15 @@ class SegmentationPanel(MethodPanel):
     # Shell hooks -----------------------------------------------------------------------------
     def open_path(self, path: Path) -> None:
         """Load in a worker: a large file never freezes the window; a bad one keeps the current scene."""
-        self._start("load", lambda job: work.load(Path(path), job), f"Open {Path(path).name}")
+        units, up = self.input.values()
+        self._start("load", lambda job: work.load(Path(path), job, units, up), f"Open {Path(path).name}")
         self.ctx.add_recent(str(path))
+
+    def _reload(self) -> None:
+        """Read the open file again with the units and up axis now chosen (its result no longer fits it)."""
+        if self.scene is not None and not (self.runner.busy and self._job_kind == "segment"):
+            path, (units, up) = Path(self.scene.path), self.input.values()
+            self._start("load", lambda job: work.load(path, job, units, up), f"Read {path.name} again")
 
     def open_dialog(self) -> None:
         dialog = QFileDialog(self, "Open a point cloud", self.ctx.settings.last_dir() if hasattr(self.ctx.settings, "last_dir") else "", FILTER)
@@ -191,6 +202,8 @@ class SegmentationPanel(MethodPanel):
             "method": self.method.currentData(),
             "anchors": self.anchors.value(),
             "thresholds": self.thresholds.values(),
+            "units": self.input.values()[0],
+            "up": self.input.values()[1],
             "unclaimed": self.thresholds.unclaimed.isChecked(),
             "nested": self.thresholds.nested.isChecked(),
             "color_mode": self.controls.color.currentText(),
@@ -207,6 +220,7 @@ class SegmentationPanel(MethodPanel):
             return
         self.method.setCurrentIndex(self.method.findData(checked["method"]))
         self.anchors.setValue(checked["anchors"])
+        self.input.set_values(checked["units"], checked["up"])
         for name, value in checked["thresholds"].items():
             self.thresholds.set_value(name, value, emit=False)
         for name in ("unclaimed", "nested"):
@@ -237,6 +251,8 @@ class SegmentationPanel(MethodPanel):
             "method": choice(state.get("method", "grabs"), "method", methods),
             "anchors": whole(state.get("anchors", 40), "anchors", self.anchors.minimum(), self.anchors.maximum()),
             "thresholds": {k: number(v, k) for k, v in thresholds.items()},
+            "units": choice(state.get("units", "auto"), "units", UNITS),
+            "up": choice(state.get("up", "auto"), "up", UP_AXES),
             "unclaimed": flag(state.get("unclaimed", True), "unclaimed"),
             "nested": flag(state.get("nested", True), "nested"),
             "color_mode": None if color_mode is None else choice(color_mode, "color_mode", COLOR_MODES),
@@ -322,6 +338,10 @@ class SegmentationPanel(MethodPanel):
             text += f" ({n_drawn:,} drawn)"
         if scene.dropped:
             text += f"; {scene.dropped:,} NaN/inf points dropped"
+        if scene.brief:
+            text += f"; {scene.brief}"
+        self.input.assumed.setText(f"{Path(scene.path).name}: {scene.note}." if scene.note else "")
+        self.status.setToolTip(f"{Path(scene.path).name}: {scene.note}" if scene.note else "")
         self.scene = scene
         self.view = None  # any earlier result belongs to another cloud
         self.hidden = set()

@@ -1,4 +1,4 @@
-"""The panel's side tabs: segment list, view controls, agent replay, thresholds, metrics.
+"""The panel's side tabs: input, segment list, view controls, agent replay, thresholds, metrics.
 
 Widgets only: they show what the engine computed and emit what the user asked for.
 """
@@ -10,6 +10,8 @@ from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QFormLayout, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSlider,
     QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
+
+from engines.segmentation.pointio.frame import UNIT_LABELS, UNITS, UP_AXES, UP_LABELS
 
 COLOR_MODES = ("instance", "ground truth", "score", "prior residual", "rgb", "errors")
 
@@ -320,3 +322,44 @@ class MetricsView(QWidget):
             order = sorted(range(len(recall)), key=lambda i: recall[i])
             self.plot.plot([recall[i] for i in order], [precision[i] for i in order], pen=pens.get(key), name=f"IoU {key}", stepMode=None)
         self.note.setVisible(not rows)
+
+
+class InputControls(QWidget):
+    """The file's units and up axis: detected, or set by the user; changing one reads the file again."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        form = QFormLayout(self)
+        self.units = QComboBox()
+        self.units.setObjectName("inputUnits")
+        for key in UNITS:
+            self.units.addItem(UNIT_LABELS[key], key)
+        self.units.setToolTip("Detect: millimetres when the scan is far too large for metres yet room-sized at 1/1000")
+        self.up = QComboBox()
+        self.up.setObjectName("inputUp")
+        for key in UP_AXES:
+            self.up.addItem(UP_LABELS[key], key)
+        self.up.setToolTip("Detect: y up when the largest level plane (the floor) is square to y rather than z")
+        for box in (self.units, self.up):
+            box.currentIndexChanged.connect(lambda _i: self.changed.emit())
+        form.addRow("Units", self.units)
+        form.addRow("Up axis", self.up)
+        self.assumed = QLabel("Open a point cloud to see what was assumed.")
+        self.assumed.setObjectName("inputAssumed")
+        self.assumed.setWordWrap(True)
+        form.addRow(self.assumed)
+        note = QLabel("The scan is converted to metres, z up, for segmentation; exports are written back in the file's own units and axes. "
+                      "A PLY with faces is a mesh: its surface is sampled to points.")
+        note.setWordWrap(True)
+        form.addRow(note)
+
+    def values(self) -> tuple[str, str]:
+        return self.units.currentData(), self.up.currentData()
+
+    def set_values(self, units: str, up: str) -> None:
+        for box, value in ((self.units, units), (self.up, up)):
+            box.blockSignals(True)
+            box.setCurrentIndex(box.findData(value))
+            box.blockSignals(False)

@@ -20,10 +20,11 @@ class Segmented:
     view: Any  # engines.segmentation.viewer.ResultView
 
 
-def load(path: Path, job) -> Loaded:
+def load(path: Path, job, units: str = "auto", up: str = "auto") -> Loaded:
+    from engines.segmentation.pointio import InputFrame
     from engines.segmentation.viewer import load_view
 
-    return Loaded(load_view(path, progress=job.progress, cancel=job.cancel))
+    return Loaded(load_view(path, progress=job.progress, cancel=job.cancel, frame=InputFrame(units, up)))
 
 
 def segment(scene, params, job, load_first: Path | None = None) -> Segmented:

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from engines.core import EngineError, ProgressFn, CancelToken
+from engines.segmentation.pointio.frame import UNITS, UP_AXES
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder, seed
 from .record import add_record_flag
@@ -32,6 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="who moves the cylinders: the search over every action (default) or the PPO policy")
     run.add_argument("--policy", type=existing_file, help="PPO policy checkpoint for --agent ppo (default: the shipped one)")
     run.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    run.add_argument("--units", choices=UNITS, default="auto",
+                     help="the file's units: auto detects millimetres from a scan's size (default auto); results are written back in them")
+    run.add_argument("--up", choices=UP_AXES, default="auto",
+                     help="the file's up axis: auto detects y up from the floor plane (default auto); results keep the file's axes")
     tune = run.add_argument_group("thresholds (the panel's Thresholds tab; defaults: the shipped settings)")
     tune.add_argument("--mask-threshold", type=float, help="|SDF| at most this (normalised) is on the object (default 0.02)")
     tune.add_argument("--found-threshold", type=float, help="objectness distance at most this: found (default 0.14)")
@@ -85,6 +91,14 @@ def _params(anchors: int, agent: str = "search", **kwargs: Any):
         raise EngineError(str(exc)) from None
 
 
+def _after(progress: ProgressFn, seconds: float) -> ProgressFn:
+    """Progress that starts to show only after ``seconds``: a small file reads without a line of it."""
+    import time
+
+    start = time.monotonic()
+    return lambda fraction, text: progress(fraction, text) if time.monotonic() - start >= seconds else None
+
+
 def cmd_scenes(args: argparse.Namespace) -> None:
     from engines.segmentation.bench import write_scenes
     from engines.segmentation.scenes import SceneParams
@@ -102,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
     from engines.segmentation.export import check_scannet_folder, export_json, export_ply, export_scannet, scannet_scene_name
     from engines.segmentation.pipeline import segment, with_thresholds
-    from engines.segmentation.pointio import read_cloud
+    from engines.segmentation.pointio import InputFrame, read_cloud
     from engines.segmentation.nested import NestedParams
     from engines.segmentation.unclaimed import UnclaimedParams
 
@@ -119,12 +133,6 @@ def cmd_run(args: argparse.Namespace) -> None:
         raise EngineError(f"--summary {args.summary.name}: the summary is JSON, so give it a .json name")
     if args.scannet:
         check_scannet_folder(args.scannet)
-    cloud = read_cloud(args.scene)  # a bad file fails here, before torch is imported
-    configure_threads()
-    if args.method == "grabs" and args.agent == "ppo":
-        from engines.segmentation.policy import load_policy
-
-        load_policy(args.policy)  # a bad checkpoint fails here, before the job reports progress
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
                      agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed),
                      nested=NestedParams(enabled=not args.no_nested))
@@ -133,12 +141,24 @@ def cmd_run(args: argparse.Namespace) -> None:
                                  min_points=args.min_points, join_coverage=args.join_coverage)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
+    if args.method == "grabs" and args.agent == "ppo":
+        from engines.segmentation.policy import load_policy
+
+        configure_threads()
+        load_policy(args.policy)  # a bad checkpoint fails here, before the read reports progress
+    with cli_job(args, "read ", torch=False) as (progress, cancel):  # a bad file fails here, before the segmentation imports torch
+        cloud = read_cloud(args.scene, frame=InputFrame(args.units, args.up), progress=_after(progress, 1.0), cancel=cancel)
+    configure_threads()
+    if not args.quiet:
+        print(f"input: {args.scene.name}: {len(cloud):,} points, {cloud.placement.note}", file=sys.stderr)
     with cli_job(args, "run ") as (progress, cancel):
         result = segment(cloud, params, progress, cancel)
     export_ply(args.out, cloud, result)
-    summary = {**result.summary(), "input": str(args.scene), "out": str(args.out), "dropped_non_finite": cloud.dropped}
+    assumed = {"units": "mm" if cloud.placement.scale == 1000.0 else "m", "up": cloud.placement.up, "note": cloud.placement.note,
+               "sampled_from_triangles": cloud.sampled_from}
+    summary = {**result.summary(), "input": str(args.scene), "input_frame": assumed, "out": str(args.out), "dropped_non_finite": cloud.dropped}
     if args.summary:
-        export_json(args.summary, result, {"input": str(args.scene), "out": str(args.out)})
+        export_json(args.summary, result, {"input": str(args.scene), "input_frame": assumed, "out": str(args.out)})
     if args.scannet:
         export_scannet(args.scannet, result, scannet_scene_name(args.scene))
     nested = sum(1 for s in result.segments if s.parent)

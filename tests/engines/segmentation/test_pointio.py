@@ -147,14 +147,6 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, cloud: PointCloud, monk
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.ply"]  # no temporary left behind
 
 
-def test_mesh_ply_vertices_are_points(tmp_path: Path) -> None:
-    import open3d as o3d
-
-    mesh = o3d.geometry.TriangleMesh.create_box()
-    o3d.io.write_triangle_mesh(str(tmp_path / "box.ply"), mesh)
-    assert len(read_cloud(tmp_path / "box.ply")) == 8
-
-
 def test_float_and_16_bit_colours_become_bytes(tmp_path: Path) -> None:
     pts = np.zeros((4, 3), np.float32)
     np.savez(tmp_path / "f.npz", points=pts, colors=np.full((4, 3), 0.5))
