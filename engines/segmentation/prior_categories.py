@@ -11,6 +11,7 @@ x and y, the back towards +y. This module is training-side only; the evaluation 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -474,8 +475,21 @@ WIDE: dict[str, Callable[[Rng], Shape]] = {
 HELD_OUT: dict[str, Callable[[Rng], Shape]] = {"plant": plant, "rack": rack, "ladder_like": ladder_like}
 
 
+def _moved(part, off: np.ndarray):
+    add = lambda p: tuple(float(v) for v in np.add(p, off))  # noqa: E731
+    if isinstance(part, Capsule):
+        return replace(part, a=add(part.a), b=add(part.b))
+    if isinstance(part, Tilted):
+        return replace(part, part=_moved(part.part, off), pivot=add(part.pivot))
+    return replace(part, center=add(part.center))
+
+
 def make_wide(category: str, rng: Rng) -> Shape:
+    """One object of a family, moved to the canonical frame (footprint centred, standing on z = 0)."""
     try:
-        return {**WIDE, **HELD_OUT}[category](rng)
+        shape = {**WIDE, **HELD_OUT}[category](rng)
     except KeyError:
         raise ValueError(f"unknown category {category!r}") from None
+    lo, hi = shape.bounds(800, seed=int(rng.integers(1 << 31)))
+    off = -np.array([(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, lo[2]])
+    return replace(shape, parts=tuple(_moved(p, off) for p in shape.parts))
