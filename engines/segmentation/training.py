@@ -59,8 +59,8 @@ class TrainParams:
             raise ValueError("voxel must be in [0, 0.2] (normalised units)")
         if not 0 < self.minutes <= 90:
             raise ValueError("minutes must be in (0, 90]")
-        if self.pool < 2:
-            raise ValueError("pool must hold at least 2 objects")
+        if self.pool < 2 or self.val_size < 2:
+            raise ValueError("pool and val_size must be at least 2")
         if self.batch < 2 or self.inputs < 32 or self.queries < 32:
             raise ValueError("batch >= 2, inputs >= 32, queries >= 32")
 

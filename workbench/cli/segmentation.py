@@ -63,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--threads", type=int, default=0, help="torch threads (default: 1 beside a data worker, else the machine's default)")
     train.add_argument("--data-workers", type=int, choices=(0, 1), default=1, help="make samples in a second process (1, default) or in this one (0)")
     train.add_argument("--pool", type=int, help="objects held in the rolling pool, built before the clock starts (default 768)")
+    train.add_argument("--val-size", type=int, help="held-out samples validated at the end, built before the clock starts (default 192)")
     train.add_argument("--model", help="network size, a name of the engine's MODEL_SIZES (default: base, the shipped size; or large)")
     train.add_argument("--voxel", type=float, help="voxel size (normalised) the encoder's input is thinned to, 0 = none (default 0.03)")
 
@@ -202,7 +203,7 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     try:
         params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
                              data_workers=args.data_workers,
-                             **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool)) if v is not None})
+                             **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool), ("val_size", args.val_size)) if v is not None})
     except ValueError as exc:
         raise EngineError(str(exc)) from None
     if args.threads < 0:
