@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from .prior_shapes import Capsule, Sphere, Tilted, Torus
-from .shapes import Box, Cone, Cylinder, Shape
+from .shapes import Box, Cone, Cylinder, Shape, rotation_matrix
 
 Rng = np.random.Generator
 
@@ -475,6 +475,32 @@ WIDE: dict[str, Callable[[Rng], Shape]] = {
 HELD_OUT: dict[str, Callable[[Rng], Shape]] = {"plant": plant, "rack": rack, "ladder_like": ladder_like}
 
 
+def _bounds(part) -> tuple[np.ndarray, np.ndarray]:
+    """Axis-aligned bounds of one part (exact, or a tight cover for tilted round parts)."""
+    if isinstance(part, Tilted):
+        lo, hi = _bounds(part.part)
+        corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        pv = np.asarray(part.pivot)
+        moved = (corners - pv) @ rotation_matrix(part.yaw, part.pitch, part.roll).T + pv
+        return moved.min(0), moved.max(0)
+    if isinstance(part, Capsule):
+        ends = np.array([part.a, part.b])
+        return ends.min(0) - part.radius, ends.max(0) + part.radius
+    if isinstance(part, Box):
+        half = np.asarray(part.half)
+    elif isinstance(part, Cylinder):
+        half = np.array([part.radius, part.radius, part.half_height])
+    elif isinstance(part, Cone):
+        r = max(part.r_bottom, part.r_top)
+        half = np.array([r, r, part.half_height])
+    elif isinstance(part, Sphere):
+        half = np.full(3, part.radius)
+    else:  # Torus
+        ring = part.major + part.minor
+        half = np.array([ring, part.minor, ring]) if part.upright else np.array([ring, ring, part.minor])
+    return np.asarray(part.center) - half, np.asarray(part.center) + half
+
+
 def _moved(part, off: np.ndarray):
     add = lambda p: tuple(float(v) for v in np.add(p, off))  # noqa: E731
     if isinstance(part, Capsule):
@@ -490,6 +516,7 @@ def make_wide(category: str, rng: Rng) -> Shape:
         shape = {**WIDE, **HELD_OUT}[category](rng)
     except KeyError:
         raise ValueError(f"unknown category {category!r}") from None
-    lo, hi = shape.bounds(800, seed=int(rng.integers(1 << 31)))
+    bounds = [_bounds(p) for p in shape.parts]
+    lo, hi = np.min([b[0] for b in bounds], axis=0), np.max([b[1] for b in bounds], axis=0)
     off = -np.array([(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, lo[2]])
     return replace(shape, parts=tuple(_moved(p, off) for p in shape.parts))

@@ -54,7 +54,7 @@ def test_every_family_stands_on_the_floor_and_varies(name: str) -> None:
         pts = shape.sample_surface(1500, rng)
         assert np.abs(shape.sdf(pts)).max() < 1e-5
         lo, hi = shape.bounds(20000)
-        assert abs(lo[2]) < 0.01 and np.abs(lo[:2] + hi[:2]).max() < 0.05  # on the floor, footprint centred
+        assert abs(lo[2]) < 0.01 and np.abs(lo[:2] + hi[:2]).max() < 0.1  # on the floor, centred (tilted round parts: by a cover)
         extents.append(pts.max(0) - pts.min(0))
     assert np.ptp(np.array(extents), axis=0).max() > 0.1  # random proportions, not one object
     assert len({len(s.parts) for s in shapes}) > 1  # random part structure
