@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import EngineError
 
-_WAIT_S = 120.0  # a producer that makes nothing for this long has died
+_WAIT_S = 120.0  # how often a waiting trainer checks that the producer is still alive
 
 
 @dataclass
@@ -69,6 +69,9 @@ class BatchStream:
             try:
                 items = self._queue.get(timeout=_WAIT_S)
             except queue.Empty:
+                # A slow producer (a large pool built first on a busy machine) is not a dead one.
+                if self._process is not None and self._process.is_alive():
+                    continue
                 raise EngineError("the training data worker stopped producing batches") from None
             yield from items
 

@@ -52,16 +52,16 @@ class CropScore:
         return self.valid and self.distance <= params.found_threshold
 
 
-def _normalised_inputs(crops: list[np.ndarray], n: int, rng: np.random.Generator, axes: list | None = None):
+def _normalised_inputs(crops: list[np.ndarray], n: int, rng: np.random.Generator, axes: list | None = None, voxel: float = 0.0):
+    """Encoder inputs as the prior was trained on them (``voxel``: its density normalisation)."""
     import torch
 
-    from .prior import normalise
+    from .prior import encoder_inputs, normalise
 
     centers, scales, xs = [], [], []
     for k, pts in enumerate(crops):
         c, s = normalise(pts, None if axes is None else axes[k])
-        idx = rng.choice(len(pts), n, replace=len(pts) < n)
-        xs.append((pts[idx] - c) / s)
+        xs.append(encoder_inputs((pts - c) / s, n, voxel, rng))
         centers.append(c)
         scales.append(s)
     return torch.from_numpy(np.stack(xs).astype(np.float32)), np.stack(centers), np.array(scales)
@@ -152,7 +152,7 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
     if not crops:
         return []
     with torch.no_grad():
-        x, centers, scales = _normalised_inputs(crops, params.inputs, rng, axes)
+        x, centers, scales = _normalised_inputs(crops, params.inputs, rng, axes, prior.config.voxel)
         mu, _, rot, _ = prior.encode(x)
         scored = [np.arange(len(c)) if full or len(c) <= params.queries else np.sort(rng.choice(len(c), params.queries, replace=False)) for c in crops]
         q, qvalid = _padded([(c[s] - centers[i]) / scales[i] for i, (c, s) in enumerate(zip(crops, scored))])
@@ -190,7 +190,7 @@ def score_crops(prior, crops: list[np.ndarray], params: RewardParams, rng: np.ra
             results[i] = CropScore(False, float("inf"), float("inf"), float("inf"), scored[i][masks[i]], sdf1[i][qvalid[i]], scored[i], latent[i])
     if live:
         with torch.no_grad():
-            x2, c2, s2 = _normalised_inputs([mask_pts[i] for i in live], params.inputs, rng)
+            x2, c2, s2 = _normalised_inputs([mask_pts[i] for i in live], params.inputs, rng, voxel=prior.config.voxel)
             mu2, _, rot2, _ = prior.encode(x2)
             q2, q2valid = _padded([(crops[i][scored[i]] - c2[k]) / s2[k] for k, i in enumerate(live)])
             sdf2 = prior.decode(mu2, rot2, q2).abs()

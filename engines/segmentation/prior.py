@@ -29,6 +29,17 @@ class PriorConfig:
     pose: tuple[int, ...] = (32, 64, 128)
     decoder: int = 128
     decoder_layers: int = 4
+    # Voxel size (normalised units) the encoder's input is thinned to, in training and inference
+    # alike, so a crop's density (near or far from the sensor, 5k or 1M points a room) does not
+    # change what the encoder sees; 0 = plain random subsampling (checkpoints before it).
+    voxel: float = 0.0
+
+
+# Network sizes `train-prior --model` offers; "base" is the shipped prior's.
+MODEL_SIZES: dict[str, PriorConfig] = {
+    "base": PriorConfig(),
+    "large": PriorConfig(latent=128, encoder=(64, 128, 512), pose=(32, 64, 128), decoder=256, decoder_layers=4),
+}
 
 
 def normalise(points: np.ndarray, axis: np.ndarray | None = None) -> tuple[np.ndarray, float]:
@@ -41,6 +52,24 @@ def normalise(points: np.ndarray, axis: np.ndarray | None = None) -> tuple[np.nd
     center = np.array([xy[0], xy[1], (lo[2] + hi[2]) / 2.0])
     radial = float(np.abs(points[:, :2] - xy).max()) if len(points) else 0.0
     return center, float(max(2.0 * radial, hi[2] - lo[2], 1e-6))
+
+
+def encoder_inputs(points: np.ndarray, n: int, voxel: float, rng: np.random.Generator) -> np.ndarray:
+    """``n`` encoder points from a normalised crop: voxel down-sampled first when ``voxel`` > 0.
+
+    Open3D averages the points of each voxel; the encoder then sees every occupied voxel about
+    equally often, instead of dense patches crowding out sparse parts of the crop.
+    """
+    pts = np.asarray(points, dtype=np.float64)
+    if voxel > 0 and len(pts) > n:
+        from engines.core.imports import open3d
+
+        o3d = open3d()
+        cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts))
+        thinned = np.asarray(cloud.voxel_down_sample(voxel).points)
+        if len(thinned) >= 8:
+            pts = thinned
+    return pts[rng.choice(len(pts), n, replace=len(pts) < n)]
 
 
 class _PointNet(nn.Module):

@@ -4,6 +4,10 @@ Each sample is one procedural object, posed (any yaw, pitch/roll within ±15°),
 from 1-4 viewpoints, with sensor noise, then cluttered as GrabS augments its object data:
 fragments of neighbouring objects inside a cylinder crop, leftover floor and wall patches,
 ball-shaped holes. The target is always the clean signed distance of the one object.
+Objects come from two sources, half each: the room generator's furniture (`categories.py`) and
+the wide parametric families of `prior_categories.py`; ``HELD_OUT_CATEGORIES`` never enter
+training. Densities span 60-5000 points per square metre; the encoder's input is voxel
+down-sampled (`prior.encoder_inputs`) so that this spread does not reach it.
 Queries: 90% near surfaces (the object's surface jittered at three widths, and the observed
 points), 10% uniform in the normalised cube.
 """
@@ -13,13 +17,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .categories import PRIOR_CATEGORIES, make_shape
+from .categories import CATEGORIES, PRIOR_CATEGORIES, make_shape
+from .prior import MAX_TILT, encoder_inputs, normalise
+from .prior_categories import HELD_OUT, WIDE, make_wide
 from .shapes import Pose, Shape, posed_sdf
-from .prior import MAX_TILT, normalise
 from .views import add_noise, orbit_cameras, punch_holes, visible_from
 
 CROP_HEIGHT = 2.2
 CLUTTER_MARGIN = 0.04  # an observed point this far (normalised) from the object is clutter
+TRAIN_CATEGORIES: tuple[str, ...] = PRIOR_CATEGORIES + tuple(WIDE)
+HELD_OUT_CATEGORIES: tuple[str, ...] = tuple(HELD_OUT)
+
+
+def make_object(category: str, rng: np.random.Generator) -> Shape:
+    """One object of a room-generator category or of a wide parametric family."""
+    return make_shape(category, rng) if category in CATEGORIES else make_wide(category, rng)
 
 
 @dataclass
@@ -31,8 +43,9 @@ class PoolEntry:
     area: float
 
 
-def make_entry(rng: np.random.Generator, category: str | None = None, n_surface: int = 2000) -> PoolEntry:
-    shape = make_shape(category or str(rng.choice(PRIOR_CATEGORIES)), rng)
+def make_entry(rng: np.random.Generator, category: str | None = None, n_surface: int = 2000,
+               categories: tuple[str, ...] = TRAIN_CATEGORIES) -> PoolEntry:
+    shape = make_object(category or str(rng.choice(categories)), rng)
     surface = shape.sample_surface(n_surface, rng)
     lo, hi = surface.min(0), surface.max(0)
     center = (lo + hi) / 2
@@ -48,13 +61,14 @@ def make_entry(rng: np.random.Generator, category: str | None = None, n_surface:
 class ObjectPool:
     """A rolling pool of objects with precomputed partial views; a few are replaced each step."""
 
-    def __init__(self, size: int, rng: np.random.Generator) -> None:
+    def __init__(self, size: int, rng: np.random.Generator, categories: tuple[str, ...] = TRAIN_CATEGORIES) -> None:
         self.rng = rng
-        self.entries = [make_entry(rng) for _ in range(size)]
+        self.categories = categories
+        self.entries = [make_entry(rng, categories=categories) for _ in range(size)]
 
     def refresh(self, n: int) -> None:
         for _ in range(n):
-            self.entries[int(self.rng.integers(len(self.entries)))] = make_entry(self.rng)
+            self.entries[int(self.rng.integers(len(self.entries)))] = make_entry(self.rng, categories=self.categories)
 
     def pick(self) -> PoolEntry:
         return self.entries[int(self.rng.integers(len(self.entries)))]
@@ -81,7 +95,8 @@ def _view(entry: PoolEntry, pose: Pose, density: float, rng: np.random.Generator
     return pose.to_world(entry.surface[idx])
 
 
-def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q: int = 1024, clutter: bool = True) -> Sample:
+def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q: int = 1024, clutter: bool = True,
+                voxel: float = 0.0) -> Sample:
     entry = pool.pick()
     tilt = rng.random() < 0.5
     pose = Pose(
@@ -89,7 +104,7 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
         pitch=float(rng.uniform(-MAX_TILT, MAX_TILT)) if tilt else 0.0,
         roll=float(rng.uniform(-MAX_TILT, MAX_TILT)) if tilt else 0.0,
     )
-    density = float(np.exp(rng.uniform(np.log(150), np.log(2500))))  # points per square metre
+    density = float(np.exp(rng.uniform(np.log(60), np.log(5000))))  # points per square metre
     obj = _view(entry, pose, density, rng)
     if rng.random() < 0.4:
         obj = punch_holes(obj, int(rng.integers(1, 3)), entry.radius * rng.uniform(0.1, 0.35), rng)
@@ -123,7 +138,7 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
     pts = add_noise(pts, float(rng.uniform(0.002, 0.01)), rng)
 
     c, scale = normalise(pts, crop_c)
-    inputs = (pts[rng.choice(len(pts), n_in, replace=len(pts) < n_in)] - c) / scale
+    inputs = encoder_inputs((pts - c) / scale, n_in, voxel, rng)
     n_uniform = n_q // 10
     n_obs = min(len(pts), (n_q - n_uniform) // 2)
     n_surf = n_q - n_uniform - n_obs

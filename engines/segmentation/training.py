@@ -15,7 +15,7 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ import numpy as np
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, seed_everything
 from engines.core.batch_stream import BatchStream
 
-from .prior_data import ObjectPool, Sample, make_sample
+from .prior_data import HELD_OUT_CATEGORIES, TRAIN_CATEGORIES, ObjectPool, Sample, make_sample
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,20 @@ class TrainParams:
     save_every_s: float = 60.0
     val_size: int = 192
     data_workers: int = 1  # samples made in a second process (see ``engines.core.batch_stream``)
+    model: str = "base"  # a key of ``prior.MODEL_SIZES``
+    voxel: float = 0.03  # encoder input voxel size (normalised units); 0 = none
 
     def __post_init__(self) -> None:
+        from .prior import MODEL_SIZES
+
+        if self.model not in MODEL_SIZES:
+            raise ValueError(f"model must be one of {', '.join(MODEL_SIZES)}")
+        if not 0 <= self.voxel <= 0.2:
+            raise ValueError("voxel must be in [0, 0.2] (normalised units)")
         if not 0 < self.minutes <= 90:
             raise ValueError("minutes must be in (0, 90]")
+        if self.pool < 2 or self.val_size < 2:
+            raise ValueError("pool and val_size must be at least 2")
         if self.batch < 2 or self.inputs < 32 or self.queries < 32:
             raise ValueError("batch >= 2, inputs >= 32, queries >= 32")
 
@@ -71,7 +81,7 @@ def training_samples(seed: tuple[int, int], params: TrainParams, knob) -> Iterat
     while True:
         pool.refresh(params.refresh)
         clutter = knob.value
-        yield [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter)) for _ in range(params.batch)]
+        yield [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter), voxel=params.voxel) for _ in range(params.batch)]
 
 
 def _batch(samples: list[Sample]):
@@ -122,38 +132,79 @@ def losses(model, x, q, d, clutter, pose, sym, params: TrainParams) -> dict:
     return {"total": total, "sdf": sdf, "kl": kl, "pose": pose_l, "l1": err.mean()}
 
 
-def validation_set(seed: int, n: int = 192, inputs: int = 256, queries: int = 512) -> list[Sample]:
+def validation_set(seed: int, n: int = 192, inputs: int = 256, queries: int = 512,
+                   categories: tuple[str, ...] = TRAIN_CATEGORIES) -> list[Sample]:
     """Fixed held-out samples (their own seed), cluttered like the end of training."""
     rng = np.random.default_rng(seed + 10_007)
-    pool = ObjectPool(min(96, max(4, n // 2)), rng)
+    pool = ObjectPool(min(96, max(4, n // 2)), rng, categories)
     return [make_sample(pool, rng, inputs, queries) for _ in range(n)]
 
 
 def validate(model, samples: list[Sample], mask_threshold: float = 0.02) -> dict[str, float]:
-    """Near-surface L1, mask IoU on observed points (object vs clutter), yaw error in degrees."""
+    """Near-surface L1, mask IoU on observed points (object vs clutter), yaw error in degrees.
+
+    The encoder's inputs are re-drawn from each crop with the model's own density normalisation,
+    so checkpoints trained with and without it are measured on the same crops. ``trivial_iou``
+    is the mask IoU of calling every observed point object.
+    """
     import torch
+
+    from .prior import encoder_inputs
 
     model.eval()
     x, q, d, _, pose, sym = _batch(samples)
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(np.stack([encoder_inputs(s.observed, len(s.inputs), model.config.voxel, rng) for s in samples]).astype(np.float32))
     with torch.no_grad():
         mu, logvar, rot, (yaw, _, _) = model.encode(x)
         pred = model.decode(mu, rot, q)
         near = d.abs() < 0.05
         l1_near = float((pred - d).abs()[near].mean())
-        ious = []
+        ious, trivial = [], []
         for i, s in enumerate(samples):
             obs = torch.from_numpy(s.observed)[None]
             p = model.decode(mu[i : i + 1], rot[i : i + 1], obs)[0].abs().numpy() <= mask_threshold
             g = np.abs(s.observed_sdf) <= mask_threshold
             ious.append((p & g).sum() / max((p | g).sum(), 1))
+            trivial.append(g.sum() / max(len(g), 1))
         yaw_err = torch.acos((1 - yaw_loss(yaw, pose[:, 0], sym)).clamp(-1, 1)) * 180 / math.pi
         has_yaw = sym != 0
     model.train()
     return {
         "l1_near_surface": l1_near,
         "mask_iou": float(np.mean(ious)),
+        "trivial_iou": float(np.mean(trivial)),
         "yaw_error_deg_median": float(yaw_err[has_yaw].median()) if has_yaw.any() else float("nan"),
     }
+
+
+@dataclass(frozen=True)
+class PriorCheck:
+    """Mask IoU of priors on crops of categories no prior trained on, beside calling every point object."""
+
+    samples: int
+    categories: tuple[str, ...]
+    trivial_iou: float
+    mask_iou: dict[str, float]  # by the name the caller gave each prior
+    l1_near_surface: dict[str, float]
+
+
+def check_priors(priors: dict[str, Path | None], n: int = 192, seed: int = 0, categories: tuple[str, ...] = HELD_OUT_CATEGORIES,
+                 progress: ProgressFn = no_progress) -> PriorCheck:
+    """Every prior on the same held-out crops (each with its own input density normalisation)."""
+    from .prior import load_prior
+
+    if n < 1:
+        raise EngineError("the check needs at least one sample")
+    progress(0.0, "making held-out crops")
+    samples = validation_set(seed + 777, n, categories=categories)
+    ious, l1s, trivial = {}, {}, 0.0
+    for k, (name, path) in enumerate(priors.items()):
+        progress((k + 1) / (len(priors) + 1), f"validating {name}")
+        m = validate(load_prior(path), samples)
+        ious[name], l1s[name], trivial = m["mask_iou"], m["l1_near_surface"], m["trivial_iou"]
+    progress(1.0, "done")
+    return PriorCheck(n, categories, trivial, ious, l1s)
 
 
 def _clutter_share(frac: float, params: TrainParams) -> float:
@@ -168,16 +219,19 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
 
     from engines.core import configure_threads
 
-    from .prior import ObjectPrior, PriorConfig, count_parameters, load_checkpoint, save_checkpoint
+    from .prior import MODEL_SIZES, ObjectPrior, count_parameters, load_checkpoint, save_checkpoint
 
     configure_threads()
     out = Path(out)
     state = {"step": 0, "elapsed_s": 0.0, "seed": params.seed, "history": []}
-    model = ObjectPrior(PriorConfig())
-    optimizer = torch.optim.Adam(model.parameters(), lr=params.lr)
-    if out.exists():
+    model = ObjectPrior(replace(MODEL_SIZES[params.model], voxel=params.voxel))
+    payload = None
+    if out.exists():  # resume (or fine-tune) with the checkpoint's size; the input normalisation is this run's data's
         loaded, payload = load_checkpoint(out)
+        model = ObjectPrior(replace(loaded.config, voxel=params.voxel))
         model.load_state_dict(loaded.state_dict())
+    optimizer = torch.optim.Adam(model.parameters(), lr=params.lr)
+    if payload is not None:
         if "optimizer" in payload:
             optimizer.load_state_dict(payload["optimizer"])
         state.update(payload.get("state", {}))
@@ -186,6 +240,7 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
     model.train()
     seed_everything(params.seed + int(state["step"]))
     val = validation_set(params.seed, params.val_size, params.inputs, params.queries)
+    val_unseen = validation_set(params.seed, params.val_size // 2, params.inputs, params.queries, HELD_OUT_CATEGORIES)
     budget = params.minutes * 60.0
     start_elapsed = float(state["elapsed_s"])
     total_planned = start_elapsed + budget
@@ -231,6 +286,7 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
         state["elapsed_s"] = start_elapsed + time.monotonic() - t0
         progress(0.99, "validating")
         state["metrics"] = validate(model, val)
+        state["metrics"].update({f"held_out_{k}": v for k, v in validate(model, val_unseen).items() if k in ("mask_iou", "trivial_iou")})
         state["metrics"].update({k: float(v) for k, v in running.items()})
         save_checkpoint(out, model, optimizer, state)
     finally:

@@ -70,6 +70,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--clutter-weight", type=float, default=1.0, help="loss weight of observed clutter points (default 1)")
     train.add_argument("--threads", type=int, default=0, help="torch threads (default: 1 beside a data worker, else the machine's default)")
     train.add_argument("--data-workers", type=int, choices=(0, 1), default=1, help="make samples in a second process (1, default) or in this one (0)")
+    train.add_argument("--pool", type=int, help="objects held in the rolling pool, built before the clock starts (default 768)")
+    train.add_argument("--val-size", type=int, help="held-out samples validated at the end, built before the clock starts (default 192)")
+    train.add_argument("--model", help="network size, a name of the engine's MODEL_SIZES (default: base, the shipped size; or large)")
+    train.add_argument("--voxel", type=float, help="voxel size (normalised) the encoder's input is thinned to, 0 = none (default 0.03)")
+
+    check = add_command(group, "validate-prior", cmd_validate_prior,
+                        "mask IoU of priors on crops of object categories no prior trained on, against calling every point object")
+    check.add_argument("--prior", type=existing_file, action="append", help="prior checkpoint to check (repeatable; default: the shipped one)")
+    check.add_argument("--n", type=int, default=192, help="held-out crops (default 192)")
+    check.add_argument("--seed", type=seed, default=0, help="seed of the crops (default 0)")
 
     policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
     policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
@@ -214,7 +224,8 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
 
     try:
         params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
-                             data_workers=args.data_workers)
+                             data_workers=args.data_workers,
+                             **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool), ("val_size", args.val_size)) if v is not None})
     except ValueError as exc:
         raise EngineError(str(exc)) from None
     if args.threads < 0:
@@ -227,6 +238,23 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     human += "\n".join(f"  {k}: {v:.4f}" for k, v in result.metrics.items())
     output(args, {"checkpoint": result.checkpoint, "steps": result.steps, "wall_seconds": result.wall_seconds,
                   "parameters": result.parameters, "metrics": result.metrics}, human)
+
+
+def cmd_validate_prior(args: argparse.Namespace) -> None:
+    from dataclasses import asdict
+
+    from engines.core import configure_threads
+    from engines.segmentation.training import check_priors
+
+    configure_threads()
+    paths = args.prior or [None]
+    names = [str(p) if p else "shipped" for p in paths]
+    with cli_job(args, "validate-prior ") as (progress, cancel):
+        result = check_priors(dict(zip(names, paths)), n=args.n, seed=args.seed, progress=progress)
+    lines = [f"{result.samples} crops of held-out categories ({', '.join(result.categories)}); mask IoU on observed points:"]
+    lines += [f"  {name}: {iou:.3f}  ({iou - result.trivial_iou:+.3f} over everything-is-object)" for name, iou in result.mask_iou.items()]
+    lines.append(f"  everything is object: {result.trivial_iou:.3f}")
+    output(args, asdict(result), "\n".join(lines))
 
 
 def cmd_train_policy(args: argparse.Namespace) -> None:

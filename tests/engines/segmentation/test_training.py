@@ -79,3 +79,35 @@ def test_bad_checkpoint_is_one_clear_error(tmp_path: Path) -> None:
         load_prior(bad)
     with pytest.raises(EngineError, match="not found"):
         load_prior(tmp_path / "missing.pt")
+
+
+def test_fine_tuning_an_old_checkpoint_takes_this_runs_input_normalisation(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from engines.segmentation.prior import PriorConfig
+
+    old = tmp_path / "old.pt"
+    cfg = asdict(PriorConfig())
+    del cfg["voxel"]  # written before the field existed
+    torch.save({"config": cfg, "model": ObjectPrior().state_dict(), "state": {"step": 3, "elapsed_s": 1.0, "seed": 0}}, old)
+    assert load_prior(old).config.voxel == 0.0  # old checkpoints keep plain subsampling at inference
+    params = TrainParams(minutes=0.02, batch=2, pool=4, inputs=64, queries=64, val_size=4, voxel=0.05)
+    result = train_prior(old, params)
+    assert result.steps > 3 and load_checkpoint(old)[0].config.voxel == 0.05
+    assert {"held_out_mask_iou", "held_out_trivial_iou", "trivial_iou"} <= set(result.metrics)
+    with pytest.raises(ValueError, match="model must be one of"):
+        TrainParams(model="huge")
+    with pytest.raises(ValueError, match="pool"):
+        TrainParams(pool=1)
+
+
+def test_check_priors_measures_each_prior_on_the_same_held_out_crops(tmp_path: Path) -> None:
+    from engines.segmentation.prior import MODEL_SIZES, save_checkpoint
+    from engines.segmentation.training import check_priors
+
+    torch.manual_seed(0)
+    blank = save_checkpoint(tmp_path / "blank.pt", ObjectPrior(MODEL_SIZES["large"]), None, {})
+    result = check_priors({"shipped": None, "untrained": blank}, n=4)
+    assert result.categories == ("plant", "rack", "ladder_like") and result.samples == 4
+    assert 0 < result.trivial_iou < 1 and set(result.mask_iou) == {"shipped", "untrained"}
+    assert result.mask_iou["shipped"] != result.mask_iou["untrained"]
