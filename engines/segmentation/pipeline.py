@@ -288,7 +288,7 @@ def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: floa
     score = ranked_after(instance, _ranked(prior, points, keep, floor_z, instance, score, params, rng), unconfirmed)
     confirmed = tuple(int(i) for i in np.unique(instance) if i > 0 and i not in unconfirmed)
     part = nested_parts(points, instance, confirmed, params.nested, params.dedup.final_points)
-    return Finished(instance, score, residual, part, ranked_below(part, instance, score), unconfirmed)
+    return Finished(instance, score, residual, part, ranked_below(part), unconfirmed)
 
 
 def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
