@@ -71,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--scenes", type=Path, help="folder of training-generator rooms written by 'scenes' (--generator train)")
     bench.add_argument("--eval-scenes", type=Path, help="folder of evaluation-generator rooms written by 'scenes --generator eval'")
     bench.add_argument("--limit", type=int, help="only the first N scenes")
+    bench.add_argument("--out", type=output_file, help="also write the JSON record (what --json prints) to this .json file")
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
     bench.add_argument("--policy", type=existing_file, help="PPO policy checkpoint of the grabs_ppo row (default: the shipped one)")
@@ -245,6 +246,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
             raise EngineError(f"{folder} holds {generator_of(folder)}-generator rooms: give it as {other}")
     if args.limit is not None and args.limit < 1:
         raise EngineError(f"--limit must be at least 1 scene, got {args.limit}")
+    if args.out and args.out.suffix.lower() != ".json":
+        raise EngineError(f"--out {args.out.name}: the record is JSON, so give it a .json name")
     configure_threads()
     from engines.segmentation.policy import load_policy
 
@@ -256,7 +259,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
             result = run_bench(folder, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel, generator=gen)
         else:
             result = run_benches(folders, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel)
-    output(args, result, result.pop("table"))
+    table = result.pop("table")
+    if args.out:
+        from engines.core import write_json
+
+        write_json(args.out, result)
+    output(args, result, table)
 
 
 def cmd_train_prior(args: argparse.Namespace) -> None:

@@ -105,9 +105,13 @@ def test_run_takes_the_panels_thresholds(cli, scene_dir: Path, tmp_path: Path) -
 
 
 def test_bench_reports_every_method(cli, scene_dir: Path) -> None:
-    proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", timeout=600)
+    record = scene_dir.parent / "bench-record.json"
+    proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", "--out", str(record), timeout=600)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
+    assert json.loads(record.read_text()) == data and data["generator"] == "train"
+    grabs = data["methods"]["grabs"]
+    assert {"confirmed_ap", "confirmed_ap50", "confirmed_ap25"} <= set(grabs) and grabs["confirmed_predictions"] <= grabs["predictions"]
     assert set(data["methods"]) == {"grabs", "grabs_ppo", "dbscan"}
     for m in data["methods"].values():
         assert {"ap", "ap50", "ap25", "seconds_per_scene"} <= set(m)
