@@ -6,6 +6,7 @@ with books, beds with pillows, office chairs on five-star bases, floor lamps, pl
 boxes), other arrangements, triangle meshes instead of signed-distance shapes and a ray-cast
 scanner instead of hidden-point removal. tests/test_architecture.py keeps the two apart.
 """
+
 from .scene import EvalScene, EvalSceneParams, generate_eval_scene
 
 __all__ = ["EvalScene", "EvalSceneParams", "generate_eval_scene"]

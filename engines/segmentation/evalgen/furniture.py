@@ -5,6 +5,7 @@ bookshelf's back panel, a bed's headboard, a chair's backrest) towards +y. What 
 move as one thing is one object: a bookshelf with its books, a bed with its pillows, a pot with
 its plant; a monitor on a desk and each box of a stack are objects of their own.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,8 +76,11 @@ def monitor(rng: np.random.Generator) -> Item:
     sw, sh, st = rng.uniform(0.48, 0.72), rng.uniform(0.30, 0.42), rng.uniform(0.015, 0.05)
     neck = rng.uniform(0.10, 0.22)
     dark = (30, 30, 35)
-    parts = [box((-0.11, -0.09, 0.0), (0.11, 0.09, 0.015), dark), box((-0.025, 0.02, 0.015), (0.025, 0.05, neck + 0.05), dark),
-             box((-sw / 2, -st / 2, neck), (sw / 2, st / 2, neck + sh), dark)]
+    parts = [
+        box((-0.11, -0.09, 0.0), (0.11, 0.09, 0.015), dark),
+        box((-0.025, 0.02, 0.015), (0.025, 0.05, neck + 0.05), dark),
+        box((-sw / 2, -st / 2, neck), (sw / 2, st / 2, neck + sh), dark),
+    ]
     return Item("monitor", tuple(parts))
 
 
@@ -94,7 +98,9 @@ def office_chair(rng: np.random.Generator) -> Item:
     parts.append(frustum(0, 0, 0.06, seat_h - 0.08, 0.04, 0.025, metal, 12))
     parts.append(box((-seat_w / 2, -seat_d / 2, seat_h - 0.08), (seat_w / 2, seat_d / 2, seat_h), fabric))
     back_h, lean = rng.uniform(0.45, 0.75), rng.uniform(0.08, 0.25)
-    back = box((-seat_w / 2 + 0.02, -0.03, 0.0), (seat_w / 2 - 0.02, 0.03, back_h), fabric).moved(tilt_matrix(-lean, 0), (0, seat_d / 2 - 0.02, seat_h + 0.06))
+    back = box((-seat_w / 2 + 0.02, -0.03, 0.0), (seat_w / 2 - 0.02, 0.03, back_h), fabric).moved(
+        tilt_matrix(-lean, 0), (0, seat_d / 2 - 0.02, seat_h + 0.06)
+    )
     parts += [back, box((-0.03, seat_d / 2 - 0.08, seat_h - 0.06), (0.03, seat_d / 2, seat_h + 0.1), metal)]
     if rng.random() < 0.6:
         for s in (-1, 1):
@@ -107,9 +113,13 @@ def office_chair(rng: np.random.Generator) -> Item:
 def bookshelf(rng: np.random.Generator) -> Item:
     w, d, h = rng.uniform(0.6, 1.2), rng.uniform(0.25, 0.4), rng.uniform(1.2, 2.1)
     board, wood = rng.uniform(0.018, 0.03), _pick(rng, WOODS + PAINTS[:2])
-    parts = [box((-w / 2, -d / 2, 0), (-w / 2 + board, d / 2, h), wood), box((w / 2 - board, -d / 2, 0), (w / 2, d / 2, h), wood),
-             box((-w / 2, d / 2 - 0.01, 0), (w / 2, d / 2, h), wood), box((-w / 2, -d / 2, h - board), (w / 2, d / 2, h), wood),
-             box((-w / 2, -d / 2, 0), (w / 2, d / 2, 0.06), wood)]
+    parts = [
+        box((-w / 2, -d / 2, 0), (-w / 2 + board, d / 2, h), wood),
+        box((w / 2 - board, -d / 2, 0), (w / 2, d / 2, h), wood),
+        box((-w / 2, d / 2 - 0.01, 0), (w / 2, d / 2, h), wood),
+        box((-w / 2, -d / 2, h - board), (w / 2, d / 2, h), wood),
+        box((-w / 2, -d / 2, 0), (w / 2, d / 2, 0.06), wood),
+    ]
     n = int(np.clip(round(h / rng.uniform(0.3, 0.4)), 3, 7))
     levels = np.linspace(0.06, h - board, n + 1)
     for z0, z1 in zip(levels[:-1], levels[1:]):
@@ -143,9 +153,11 @@ def bed(rng: np.random.Generator) -> Item:
     legs, base = rng.uniform(0.05, 0.15), rng.uniform(0.15, 0.25)
     mat = rng.uniform(0.15, 0.25)
     top = legs + base + mat
-    parts = [box((-w / 2, -length / 2, legs), (w / 2, length / 2, legs + base), frame),
-             box((-w / 2 + 0.02, -length / 2 + 0.02, legs + base), (w / 2 - 0.02, length / 2 - 0.02, top), cloth),
-             box((-w / 2, length / 2 - 0.05, 0.0), (w / 2, length / 2, top + rng.uniform(0.3, 0.6)), frame)]
+    parts = [
+        box((-w / 2, -length / 2, legs), (w / 2, length / 2, legs + base), frame),
+        box((-w / 2 + 0.02, -length / 2 + 0.02, legs + base), (w / 2 - 0.02, length / 2 - 0.02, top), cloth),
+        box((-w / 2, length / 2 - 0.05, 0.0), (w / 2, length / 2, top + rng.uniform(0.3, 0.6)), frame),
+    ]
     for sx in (-1, 1):
         for sy in (-1, 1):
             x, y = sx * (w / 2 - 0.04), sy * (length / 2 - 0.04)
@@ -170,8 +182,10 @@ def nightstand(rng: np.random.Generator) -> Item:
 def floor_lamp(rng: np.random.Generator) -> Item:
     metal, shade = _pick(rng, ((40, 40, 40), (200, 190, 160), (180, 180, 185))), _pick(rng, ((245, 235, 210), (230, 230, 230), (60, 60, 60)))
     pole = rng.uniform(1.3, 1.8)
-    parts = [frustum(0, 0, 0.0, rng.uniform(0.02, 0.04), rng.uniform(0.13, 0.18), rng.uniform(0.1, 0.16), metal),
-             frustum(0, 0, 0.02, pole, 0.013, 0.013, metal, 8)]
+    parts = [
+        frustum(0, 0, 0.0, rng.uniform(0.02, 0.04), rng.uniform(0.13, 0.18), rng.uniform(0.1, 0.16), metal),
+        frustum(0, 0, 0.02, pole, 0.013, 0.013, metal, 8),
+    ]
     sh = rng.uniform(0.2, 0.32)
     if rng.random() < 0.35:  # an arm carrying the shade off the pole
         reach = rng.uniform(0.25, 0.45)
@@ -207,7 +221,10 @@ def wardrobe(rng: np.random.Generator) -> Item:
     w, d, h = rng.uniform(0.8, 1.6), rng.uniform(0.55, 0.65), rng.uniform(1.8, 2.2)
     color = _pick(rng, WOODS + PAINTS[:3])
     doors = 2 if w < 1.1 else 3
-    parts = [box((-w / 2, -d / 2 + 0.02, 0.0), (w / 2, d / 2, h), color), box((-w / 2 + 0.02, -d / 2 + 0.01, 0.0), (w / 2 - 0.02, -d / 2 + 0.02, 0.08), color)]
+    parts = [
+        box((-w / 2, -d / 2 + 0.02, 0.0), (w / 2, d / 2, h), color),
+        box((-w / 2 + 0.02, -d / 2 + 0.01, 0.0), (w / 2 - 0.02, -d / 2 + 0.02, 0.08), color),
+    ]
     for k in range(doors):
         x0 = -w / 2 + k * w / doors + 0.003
         x1 = x0 + w / doors - 0.006
@@ -227,7 +244,10 @@ def dining_table(rng: np.random.Generator) -> Item:
         knee = (-(w / 2 - inset - 0.06), w / 2 - inset - 0.06)
         for s in (-1, 1):
             x = s * (w / 2 - inset)
-            parts += [box((x - 0.04, -0.08, 0.04), (x + 0.04, 0.08, h - t), wood), box((x - 0.05, -d / 2 + 0.08, 0.0), (x + 0.05, d / 2 - 0.08, 0.05), wood)]
+            parts += [
+                box((x - 0.04, -0.08, 0.04), (x + 0.04, 0.08, h - t), wood),
+                box((x - 0.05, -d / 2 + 0.08, 0.0), (x + 0.05, d / 2 - 0.08, 0.05), wood),
+            ]
         parts.append(box((-w / 2 + 0.3, -0.03, 0.25), (w / 2 - 0.3, 0.03, 0.32), wood))
     else:  # four tapered legs and an apron
         knee = (-w / 2 + 0.1, w / 2 - 0.1)
@@ -235,8 +255,10 @@ def dining_table(rng: np.random.Generator) -> Item:
             for sy in (-1, 1):
                 x, y = sx * (w / 2 - 0.07), sy * (d / 2 - 0.07)
                 parts.append(frustum(x, y, 0.0, h - t, 0.018, 0.03, wood, 8))
-        parts += [box((-w / 2 + 0.05, -d / 2 + 0.05, h - t - 0.08), (w / 2 - 0.05, -d / 2 + 0.07, h - t), wood),
-                  box((-w / 2 + 0.05, d / 2 - 0.07, h - t - 0.08), (w / 2 - 0.05, d / 2 - 0.05, h - t), wood)]
+        parts += [
+            box((-w / 2 + 0.05, -d / 2 + 0.05, h - t - 0.08), (w / 2 - 0.05, -d / 2 + 0.07, h - t), wood),
+            box((-w / 2 + 0.05, d / 2 - 0.07, h - t - 0.08), (w / 2 - 0.05, d / 2 - 0.05, h - t), wood),
+        ]
     return Item("dining table", tuple(parts), knee, d / 2 - 0.08)
 
 
@@ -248,9 +270,11 @@ def sled_chair(rng: np.random.Generator) -> Item:
     if rng.random() < 0.5:
         for s in (-1, 1):
             x = s * (w / 2 - 0.02)
-            parts += [box((x - 0.012, -d / 2, 0.0), (x + 0.012, d / 2, 0.02), frame),
-                      box((x - 0.012, -d / 2 + 0.02, 0.0), (x + 0.012, -d / 2 + 0.045, seat - 0.03), frame),
-                      box((x - 0.012, d / 2 - 0.045, 0.0), (x + 0.012, d / 2 - 0.02, seat + 0.4), frame)]
+            parts += [
+                box((x - 0.012, -d / 2, 0.0), (x + 0.012, d / 2, 0.02), frame),
+                box((x - 0.012, -d / 2 + 0.02, 0.0), (x + 0.012, -d / 2 + 0.045, seat - 0.03), frame),
+                box((x - 0.012, d / 2 - 0.045, 0.0), (x + 0.012, d / 2 - 0.02, seat + 0.4), frame),
+            ]
         parts.append(box((-w / 2, d / 2 - 0.04, seat + 0.15), (w / 2, d / 2 - 0.01, seat + 0.42), shell))
     else:
         for sx in (-1, 1):

@@ -4,14 +4,16 @@ The evaluation rooms are scanned by casting rays at meshes (`scanner.py`), so th
 triangle meshes, not signed-distance shapes: nothing here is shared with the training
 generator's `shapes.py`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-_BOX_FACES = np.array([[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
-                       [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]])
+_BOX_FACES = np.array(
+    [[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4], [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]]
+)
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,18 @@ def frustum(x: float, y: float, z0: float, z1: float, r0: float, r1: float, colo
     k = np.arange(segments)
     k1 = (k + 1) % segments
     side = np.concatenate([np.column_stack([k, k1, segments + k]), np.column_stack([k1, segments + k1, segments + k])])
-    caps = np.concatenate([np.column_stack([np.full(segments, 2 * segments), k1, k]),
-                           np.column_stack([np.full(segments, 2 * segments + 1), segments + k, segments + k1])])
+    caps = np.concatenate(
+        [
+            np.column_stack([np.full(segments, 2 * segments), k1, k]),
+            np.column_stack([np.full(segments, 2 * segments + 1), segments + k, segments + k1]),
+        ]
+    )
     return Mesh(verts, np.concatenate([side, caps]), color)
 
 
-def ellipsoid(center: tuple[float, float, float], radii: tuple[float, float, float], color: tuple[int, int, int], rings: int = 8,
-              segments: int = 12) -> Mesh:
+def ellipsoid(
+    center: tuple[float, float, float], radii: tuple[float, float, float], color: tuple[int, int, int], rings: int = 8, segments: int = 12
+) -> Mesh:
     """UV ellipsoid (pillows, foliage, casters)."""
     theta = np.linspace(0, np.pi, rings + 1)[1:-1]
     phi = np.linspace(0, 2 * np.pi, segments, endpoint=False)

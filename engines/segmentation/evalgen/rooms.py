@@ -5,14 +5,29 @@ clustering cannot part them: chairs pushed under desks and tables, monitors stan
 nightstands flush with the bed, bookshelves and wardrobes side by side against a wall, boxes
 stacked on boxes, plants and lamps in corners. Footprints (shapely) keep everything else apart.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .furniture import (Item, bed, bin_, bookshelf, cardboard_box, desk, dining_table, floor_lamp, monitor, nightstand, office_chair,
-                        potted_plant, sled_chair, wardrobe)
+from .furniture import (
+    Item,
+    bed,
+    bin_,
+    bookshelf,
+    cardboard_box,
+    desk,
+    dining_table,
+    floor_lamp,
+    monitor,
+    nightstand,
+    office_chair,
+    potted_plant,
+    sled_chair,
+    wardrobe,
+)
 from .mesh import Mesh, box, yaw_matrix
 
 WALL_HEIGHT = 2.6
@@ -260,8 +275,11 @@ def shell(room: Room, rng: np.random.Generator) -> list[Mesh]:
             meshes.append(_wall_slab(wall, 0.0, length, 0.0, WALL_HEIGHT, w, d, t, wall_c))
             continue
         a = float(rng.uniform(0.2, length - 1.1))  # a door 0.9 m wide, 2.1 m high
-        meshes += [_wall_slab(wall, 0.0, a, 0.0, WALL_HEIGHT, w, d, t, wall_c), _wall_slab(wall, a + 0.9, length, 0.0, WALL_HEIGHT, w, d, t, wall_c),
-                   _wall_slab(wall, a, a + 0.9, 2.1, WALL_HEIGHT, w, d, t, wall_c)]
+        meshes += [
+            _wall_slab(wall, 0.0, a, 0.0, WALL_HEIGHT, w, d, t, wall_c),
+            _wall_slab(wall, a + 0.9, length, 0.0, WALL_HEIGHT, w, d, t, wall_c),
+            _wall_slab(wall, a, a + 0.9, 2.1, WALL_HEIGHT, w, d, t, wall_c),
+        ]
     return meshes
 
 

@@ -6,6 +6,7 @@ grazing angles, no undersides (the sensor is above them), range noise growing wi
 and, along a hand-held path, a small registration error per pose. Open3D's `RaycastingScene`
 (Embree) casts the rays; each object is one geometry, so every hit knows its object.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,7 +79,9 @@ def _directions(n: int, azimuth: tuple[float, float], elevation: tuple[float, fl
     return np.column_stack([(np.cos(e) * np.cos(a)).ravel(), (np.cos(e) * np.sin(a)).ravel(), np.sin(e).ravel()])
 
 
-def scan(objects: list[tuple[int, list[Mesh]]], scanner: Scanner, n_points: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def scan(
+    objects: list[tuple[int, list[Mesh]]], scanner: Scanner, n_points: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Points, colours (uint8) and labels of ``n_points`` hits on ``objects`` (label, meshes): the
     scan is cast denser than asked, then thinned at random, which keeps its density pattern."""
     o3d = open3d()
@@ -100,8 +103,9 @@ def scan(objects: list[tuple[int, list[Mesh]]], scanner: Scanner, n_points: int,
     return pts, col, lab
 
 
-def _cast(scene, labels: np.ndarray, tri_colors: list[np.ndarray], scanner: Scanner, rays_per_pose: int,
-          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cast(
+    scene, labels: np.ndarray, tri_colors: list[np.ndarray], scanner: Scanner, rays_per_pose: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     o3d = open3d()
     colors = np.concatenate(tri_colors).astype(np.float64)
     offsets = np.r_[0, np.cumsum([len(c) for c in tri_colors])[:-1]].astype(np.int64)

@@ -4,6 +4,7 @@ Written in the training scenes' format (`bench.write_scenes`: a PLY with an `ins
 0 = floor and walls, and a JSON sidecar with the objects and the touching pairs), so that
 `segmentation run`, `eval` and `bench` read both kinds of room alike.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,8 +65,16 @@ def generate_eval_scene(seed: int, params: EvalSceneParams = EvalSceneParams()) 
     centres = np.array([np.mean([m.vertices.mean(0) for m in meshes], axis=0) for _, meshes in objects]).reshape(-1, 3)
     scanner = place_scanner(room.width, room.depth, room.polys, centres, rng)
     points, colors, instance = scan([(0, shell(room, rng)), *objects], scanner, params.n_points, rng)
-    meta = [{"instance": k, "category": p.item.category, "note": p.note, "yaw": round(float(p.yaw), 4),
-             "position": [round(float(v), 4) for v in p.position]} for k, p in enumerate(room.placed, start=1)]
+    meta = [
+        {
+            "instance": k,
+            "category": p.item.category,
+            "note": p.note,
+            "yaw": round(float(p.yaw), 4),
+            "position": [round(float(v), 4) for v in p.position],
+        }
+        for k, p in enumerate(room.placed, start=1)
+    ]
     return EvalScene(points, colors, instance, meta, _touching(objects, rng), (room.width, room.depth), seed, kind, scanner.kind)
 
 
@@ -84,7 +93,7 @@ def _touching(objects: list[tuple[int, list]], rng: np.random.Generator, tol: fl
     ids = sorted(samples)
     for pos, a in enumerate(ids):
         lo_a, hi_a = samples[a].min(0) - tol, samples[a].max(0) + tol
-        for b in ids[pos + 1:]:
+        for b in ids[pos + 1 :]:
             if (samples[b].max(0) < lo_a).any() or (samples[b].min(0) > hi_a).any():
                 continue
             d, _ = trees[b].query(samples[a], k=1, distance_upper_bound=tol)
