@@ -212,3 +212,39 @@ def test_panels_reach_the_shell_only_through_their_context() -> None:
     graph = project_imports()
     shell = sorted((m, d) for m, deps in graph.items() if m.startswith("panels") for d in deps if d.startswith("workbench"))
     assert [pair for pair in shell if pair not in ALLOWED_SHELL_IMPORTS] == [], "panels import workbench: use PanelContext's services"
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for dep in graph.get(stack.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return seen
+
+
+SEG = "engines.segmentation"
+# The training generator and what trains or tunes on it: the prior (and any prior* module), its data, the policy.
+TRAINING_SIDE = tuple(f"{SEG}.{m}" for m in ("categories", "shapes", "scenes", "prior_data", "views", "training", "policy"))
+
+
+def test_the_evaluation_generator_and_the_training_side_share_no_code() -> None:
+    """Issue 55: a benchmark drawn by the training generator's object code measures the training
+    distribution. The evaluation generator (`evalgen/`) reaches nothing of engines.segmentation
+    outside itself, and nothing on the training side reaches it, directly or through others."""
+    graph = project_imports()
+    evalgen = {m for m in graph if m == f"{SEG}.evalgen" or m.startswith(f"{SEG}.evalgen.")}
+    training = {m for m in graph if m in TRAINING_SIDE or m.startswith(f"{SEG}.prior")}
+    assert {f"{SEG}.evalgen.scanner", f"{SEG}.evalgen.furniture"} <= evalgen and set(TRAINING_SIDE) <= training
+    leaks = {m: sorted(d for d in reachable(graph, m) if d.startswith(SEG) and d not in evalgen) for m in evalgen}
+    assert not any(leaks.values()), f"the evaluation generator imports project segmentation code: {leaks}"
+    back = {m: sorted(reachable(graph, m) & evalgen) for m in training}
+    assert not any(back.values()), f"the training side imports the evaluation generator: {back}"
+
+
+def test_reachable_follows_imports_through_other_modules() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a"}}
+    assert reachable(graph, "a") == {"b", "c"} and reachable(graph, "c") == set() and "c" in reachable(graph, "d")

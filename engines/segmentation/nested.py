@@ -7,10 +7,11 @@ chairs, and vases standing on their table). Per-point labels cannot hold both, b
 evaluation takes overlapping masks. So every confirmed segment is looked at without its main
 horizontal surface (the densest 2 cm height bin, give or take ``band``): what stays connected
 below it, with enough points and not most of the segment, is proposed as an object of its own
-inside that segment, ranked after every other segment. The segment keeps all its points. A
-wrong proposal (a bed's base, a table's legs) then costs AP nothing, a right one adds recall.
-Only the points and the prior are read.
+inside that segment, ranked after every segment of any room (the NESTED band of `unclaimed.py`).
+The segment keeps all its points. A wrong proposal (a bed's base, a table's legs) then costs AP
+nothing, a right one adds recall. Only the points and the prior are read.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .neighbours import connected_parts
-from .unclaimed import MIN_SHARE, RANK_SHARE
+from .unclaimed import NESTED, in_band
 
 BIN = 0.02  # height bins (m) in which the main horizontal surface is the densest one
 
@@ -71,13 +72,10 @@ def nested_parts(points: np.ndarray, instance: np.ndarray, segments: tuple[int, 
     return part
 
 
-def ranked_below(part: np.ndarray, instance: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """Per-point confidence of the nested parts: below every segment's (half the lowest), larger parts first."""
+def ranked_below(part: np.ndarray) -> np.ndarray:
+    """Per-point confidence of the nested parts: in the NESTED band, below every segment of any room, larger parts first."""
     out = np.zeros(len(part), np.float32)
     ids, sizes = np.unique(part[part > 0], return_counts=True)
-    if len(ids) == 0:
-        return out
-    floor = RANK_SHARE * float(score[instance > 0].min())
     for i, size in zip(ids, sizes):
-        out[part == i] = floor * max(size / sizes.max(), MIN_SHARE)
+        out[part == i] = in_band(size / sizes.max(), NESTED)
     return out

@@ -4,6 +4,7 @@ The method sees points only: `segment` takes a `PointCloud` and drops any instan
 scores it carries before anything else runs, so ground truth can never leak into a result.
 Large inputs are subsampled for the search and the labels carried back by nearest neighbour.
 """
+
 from __future__ import annotations
 
 import time
@@ -111,9 +112,13 @@ class SegmentationResult:
     part: np.ndarray | None = field(default=None, repr=False)  # (N,) int32 nested part per point (`nested.py`), 0 = none
     part_score: np.ndarray | None = field(default=None, repr=False)  # (N,) float32 its confidence
 
-    def prediction(self, gt: np.ndarray) -> ScenePrediction:
-        """The masks AP judges against ground truth ``gt``: the segments and the nested proposals."""
-        return ScenePrediction.from_labels(gt, self.instance, self.score, self.part, self.part_score)
+    def prediction(self, gt: np.ndarray, confirmed_only: bool = False) -> ScenePrediction:
+        """The masks AP judges against ground truth ``gt``: the segments and the nested proposals, or
+        (``confirmed_only``) only the segments the prior confirmed, what GrabS itself found."""
+        if not confirmed_only:
+            return ScenePrediction.from_labels(gt, self.instance, self.score, self.part, self.part_score)
+        unconfirmed = [s.id for s in self.segments if not s.confirmed and not s.parent]
+        return ScenePrediction.from_labels(gt, np.where(np.isin(self.instance, unconfirmed), 0, self.instance), self.score)
 
     def summary(self) -> dict:
         """The JSON summary: method, timings and one entry per segment."""
@@ -125,8 +130,15 @@ class SegmentationResult:
             "plane_points": self.plane_points,
             "seconds": round(self.seconds, 3),
             "segments": [
-                {"id": s.id, "points": s.points, "score": round(s.score, 4), "confirmed": s.confirmed, "bbox": [list(s.bbox_min), list(s.bbox_max)],
-                 "centroid": list(s.centroid), **({"inside": s.parent} if s.parent else {})}
+                {
+                    "id": s.id,
+                    "points": s.points,
+                    "score": round(s.score, 4),
+                    "confirmed": s.confirmed,
+                    "bbox": [list(s.bbox_min), list(s.bbox_max)],
+                    "centroid": list(s.centroid),
+                    **({"inside": s.parent} if s.parent else {}),
+                }
                 for s in self.segments
             ],
             "trajectories": len(self.trajectories),
@@ -138,12 +150,17 @@ def with_min_points(params: SegmentParams, points: int) -> SegmentParams:
     """The smallest segment kept, ``points`` (GrabS's and ScanNet's 100), counted once the floor and
     wall points are given back; the search, which sees an object without them, asks SEARCH_SHARE of it."""
     search = max(1, int(round(SEARCH_SHARE * points)))
-    return replace(params, reward=replace(params.reward, min_mask_points=search),
-                   dedup=replace(params.dedup, min_points=search, final_points=points))
+    return replace(params, reward=replace(params.reward, min_mask_points=search), dedup=replace(params.dedup, min_points=search, final_points=points))
 
 
-def with_thresholds(params: SegmentParams, mask: float | None = None, found: float | None = None, dedup_iou: float | None = None,
-                    min_points: int | None = None, join_coverage: float | None = None) -> SegmentParams:
+def with_thresholds(
+    params: SegmentParams,
+    mask: float | None = None,
+    found: float | None = None,
+    dedup_iou: float | None = None,
+    min_points: int | None = None,
+    join_coverage: float | None = None,
+) -> SegmentParams:
     """The thresholds the panel's sliders and `segmentation run` set (None keeps a value); raises
     ValueError for impossible ones."""
     if mask is not None:
@@ -164,8 +181,14 @@ def method_params(params: SegmentParams, variant: str) -> SegmentParams:
     return replace(params, method=variant)
 
 
-def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray, unconfirmed: tuple[int, ...] = (),
-              part: np.ndarray | None = None, part_score: np.ndarray | None = None) -> tuple[Segment, ...]:
+def _segments(
+    points: np.ndarray,
+    instance: np.ndarray,
+    score: np.ndarray,
+    unconfirmed: tuple[int, ...] = (),
+    part: np.ndarray | None = None,
+    part_score: np.ndarray | None = None,
+) -> tuple[Segment, ...]:
     """The segments, then the nested parts (each with the segment it lies in)."""
     out = []
     r = lambda v: tuple(round(float(x), 4) for x in v)  # noqa: E731
@@ -178,8 +201,9 @@ def _segments(points: np.ndarray, instance: np.ndarray, score: np.ndarray, uncon
                 continue
             p = points[m]
             parent = int(np.bincount(instance[m]).argmax()) if nested else 0
-            out.append(Segment(k, int(m.sum()), float(conf[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0)),
-                               not nested and k not in unconfirmed, parent))
+            out.append(
+                Segment(k, int(m.sum()), float(conf[m][0]), r(p.min(0)), r(p.max(0)), r(p.mean(0)), not nested and k not in unconfirmed, parent)
+            )
     return tuple(out)
 
 
@@ -188,8 +212,9 @@ def confidence(distance: float, reward: RewardParams) -> float:
     return float(np.clip(1.0 - distance / (2.0 * reward.found_threshold), 0.0, 1.0))
 
 
-def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
-             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def finalize(
+    prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Score each candidate's whole cylinder, keep the found ones, deduplicate, label the points.
 
     Returns instance, score and prior residual per point (of ``points``). The masks are not grown
@@ -219,8 +244,7 @@ def finalize(prior, points: np.ndarray, floor_z: float, candidates: list[Candida
     return instance, score, residual
 
 
-def _grown(points: np.ndarray, instance: np.ndarray, score: np.ndarray, residual: np.ndarray,
-           params: SegmentParams) -> tuple[np.ndarray, np.ndarray]:
+def _grown(points: np.ndarray, instance: np.ndarray, score: np.ndarray, residual: np.ndarray, params: SegmentParams) -> tuple[np.ndarray, np.ndarray]:
     """The segments grown through the points the prior decodes near a surface (`masks.grow_segments`)."""
     reward = params.reward
     if reward.grow <= 1.0:
@@ -228,17 +252,27 @@ def _grown(points: np.ndarray, instance: np.ndarray, score: np.ndarray, residual
     return grow_segments(points, instance, score, residual, reward.grow * reward.mask_threshold, reward.component)
 
 
-def _merged(prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, params: SegmentParams,
-            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _merged(
+    prior, points: np.ndarray, instance: np.ndarray, score: np.ndarray, params: SegmentParams, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Touching segments the prior takes as one object, joined (`merging.py`)."""
     return merge_parts(prior, points, instance, score, params.merge, params.reward, rng, lambda d: confidence(d, params.reward))
 
 
-def _ranked(prior, points: np.ndarray, objects: np.ndarray, floor_z: float, instance: np.ndarray, score: np.ndarray,
-            params: SegmentParams, rng: np.random.Generator) -> np.ndarray:
+def _ranked(
+    prior,
+    points: np.ndarray,
+    objects: np.ndarray,
+    floor_z: float,
+    instance: np.ndarray,
+    score: np.ndarray,
+    params: SegmentParams,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Final confidences from what the prior says of each segment (`ranking.py`)."""
-    return ranked_scores(prior, points, objects, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height,
-                         params.agent.max_radius)
+    return ranked_scores(
+        prior, points, objects, floor_z, instance, score, params.rank, params.reward, rng, params.agent.height, params.agent.max_radius
+    )
 
 
 @dataclass(frozen=True)
@@ -261,15 +295,29 @@ class Finished:
             out[far] = fill
             return out
 
-        return Finished(carry(self.instance, 0), carry(self.score, 0.0), carry(self.residual, np.nan), carry(self.part, 0),
-                        carry(self.part_score, 0.0), self.unconfirmed)
+        return Finished(
+            carry(self.instance, 0),
+            carry(self.score, 0.0),
+            carry(self.residual, np.nan),
+            carry(self.part, 0),
+            carry(self.part_score, 0.0),
+            self.unconfirmed,
+        )
 
     def segments(self, points: np.ndarray) -> tuple[Segment, ...]:
         return _segments(points, self.instance, self.score, self.unconfirmed, self.part, self.part_score)
 
 
-def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: float, found: tuple[np.ndarray, np.ndarray, np.ndarray],
-              params: SegmentParams, rng: np.random.Generator) -> Finished:
+def _finished(
+    prior,
+    points: np.ndarray,
+    keep: np.ndarray,
+    planes,
+    floor_z: float,
+    found: tuple[np.ndarray, np.ndarray, np.ndarray],
+    params: SegmentParams,
+    rng: np.random.Generator,
+) -> Finished:
     """From both searches' labels on the object points (``keep``) to the finished, ranked segments
     of all ``points``: grown, joined, the unclaimed parts added (unconfirmed), floor and wall points
     given back, small ones dropped; then the objects nested in the confirmed segments, ranked last."""
@@ -288,11 +336,18 @@ def _finished(prior, points: np.ndarray, keep: np.ndarray, planes, floor_z: floa
     score = ranked_after(instance, _ranked(prior, points, keep, floor_z, instance, score, params, rng), unconfirmed)
     confirmed = tuple(int(i) for i in np.unique(instance) if i > 0 and i not in unconfirmed)
     part = nested_parts(points, instance, confirmed, params.nested, params.dedup.final_points)
-    return Finished(instance, score, residual, part, ranked_below(part, instance, score), unconfirmed)
+    return Finished(instance, score, residual, part, ranked_below(part), unconfirmed)
 
 
-def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Candidate], params: SegmentParams,
-                  rng: np.random.Generator, first: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _second_masks(
+    prior,
+    points: np.ndarray,
+    floor_z: float,
+    candidates: list[Candidate],
+    params: SegmentParams,
+    rng: np.random.Generator,
+    first: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Add the second search's objects, found among the points the first round's masks left free."""
     instance, score, residual = (a.copy() for a in first)
     free = np.flatnonzero(instance == 0)
@@ -307,19 +362,28 @@ def _second_masks(prior, points: np.ndarray, floor_z: float, candidates: list[Ca
     return instance, score, residual
 
 
-def _score_cylinders(prior, points: np.ndarray, crops, cylinders: list[tuple[float, float, float]], params: SegmentParams,
-                     rng: np.random.Generator) -> tuple[list[np.ndarray], list[int], list]:
+def _score_cylinders(
+    prior, points: np.ndarray, crops, cylinders: list[tuple[float, float, float]], params: SegmentParams, rng: np.random.Generator
+) -> tuple[list[np.ndarray], list[int], list]:
     """Every point of each cylinder (x, y, radius) scored: the crops' indices, which cylinders
     held enough points to score, and their scores."""
     idxs = [crops.indices(*c) for c in cylinders]
     live = [k for k, idx in enumerate(idxs) if len(idx) >= params.agent.min_crop_points]
-    scores = score_crops(prior, [points[idxs[k]] for k in live], params.reward, rng, full=True, axes=[cylinders[k][:2] for k in live],
-                         rings=[points[crops.ring(*cylinders[k])] for k in live])
+    scores = score_crops(
+        prior,
+        [points[idxs[k]] for k in live],
+        params.reward,
+        rng,
+        full=True,
+        axes=[cylinders[k][:2] for k in live],
+        rings=[points[crops.ring(*cylinders[k])] for k in live],
+    )
     return idxs, live, scores
 
 
-def _refit(prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: list[float], params: SegmentParams,
-           rng: np.random.Generator) -> tuple[list[np.ndarray], list[float]]:
+def _refit(
+    prior, points: np.ndarray, crops, masks: list[np.ndarray], confs: list[float], params: SegmentParams, rng: np.random.Generator
+) -> tuple[list[np.ndarray], list[float]]:
     """A last centring move: each found mask gets a cylinder around it (its centroid, its radius
     plus the margin), scored again; the new mask replaces the old one where the prior finds the
     object in that tighter crop too (the crop then holds less of the neighbours)."""
@@ -354,8 +418,9 @@ def _dbscan(points: np.ndarray, params: DbscanParams, min_points: int) -> tuple[
     return instance, score
 
 
-def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress: ProgressFn = no_progress,
-            cancel: CancelToken = NEVER_CANCELLED) -> SegmentationResult:
+def segment(
+    cloud: PointCloud, params: SegmentParams = SegmentParams(), progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED
+) -> SegmentationResult:
     """Segment the objects of a scene. Only ``cloud.points`` is used (never instance ids or scores)."""
     from engines.core import configure_threads
 
@@ -417,9 +482,21 @@ def segment(cloud: PointCloud, params: SegmentParams = SegmentParams(), progress
         done = done.carried(all_points, points)
     progress(1.0, "done")
     return SegmentationResult(
-        params.method, done.instance, done.score, done.residual, done.segments(all_points), tuple(trajs), tuple(candidates),
-        anchors, floor_z, int((~keep).sum()), int(len(sub)), time.perf_counter() - t0,
-        params.agent.policy if params.method == "grabs" else "", done.part, done.part_score,
+        params.method,
+        done.instance,
+        done.score,
+        done.residual,
+        done.segments(all_points),
+        tuple(trajs),
+        tuple(candidates),
+        anchors,
+        floor_z,
+        int((~keep).sum()),
+        int(len(sub)),
+        time.perf_counter() - t0,
+        params.agent.policy if params.method == "grabs" else "",
+        done.part,
+        done.part_score,
     )
 
 
@@ -449,8 +526,9 @@ def _nearest(all_points: np.ndarray, points: np.ndarray, max_distance: float = 0
     return nn, d > max_distance
 
 
-def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentParams, progress: ProgressFn = no_progress,
-              cancel: CancelToken = NEVER_CANCELLED) -> SegmentationResult:
+def resegment(
+    result: SegmentationResult, cloud: PointCloud, params: SegmentParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED
+) -> SegmentationResult:
     """New thresholds on an existing GrabS result: re-score the agent's final cylinders, no new search."""
     if result.method != "grabs" or not result.candidates:
         raise EngineError("only a GrabS result with agent trajectories can be re-thresholded")
@@ -476,5 +554,13 @@ def resegment(result: SegmentationResult, cloud: PointCloud, params: SegmentPara
     if len(sub) < len(points):
         done = done.carried(points, points[sub])
     progress(1.0, "done")
-    return replace(result, instance=done.instance, score=done.score, residual=done.residual, segments=done.segments(points),
-                   part=done.part, part_score=done.part_score, seconds=time.perf_counter() - t0)
+    return replace(
+        result,
+        instance=done.instance,
+        score=done.score,
+        residual=done.residual,
+        segments=done.segments(points),
+        part=done.part,
+        part_score=done.part_score,
+        seconds=time.perf_counter() - t0,
+    )

@@ -4,10 +4,12 @@ The agent misses some small, sparse objects outright (a lamp's pole and shade, a
 feet went with the floor plane): no cylinder around them holds a mask the prior finds, and
 nothing else ever claims their points. Those points are still there once both searches are done,
 in connected parts of their own. Each part becomes a segment marked unconfirmed, with a
-confidence below every segment the prior confirmed, so AP sees them only after all of those:
-a wrong one costs nothing there, a right one adds recall. The panel and the JSON say which
+confidence below every segment the prior confirmed, in any room (one score band for the whole
+benchmark), so AP sees them only after all of those: a wrong one costs nothing there, a right one
+adds recall. The panel and the JSON say which
 segments are unconfirmed. Only the points are read.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,10 +18,18 @@ import numpy as np
 
 from .neighbours import connected_parts
 
-# Unconfirmed segments rank below every confirmed one: their ranking score (at least MIN_SHARE,
-# so that they keep a score above zero) times half the lowest confirmed score.
-RANK_SHARE = 0.5
-MIN_SHARE = 0.01
+# One score band for every room: AP pools the rooms of a benchmark, so a floor set per room would
+# let a wrong proposal of one room outrank a confirmed segment of another. Confirmed segments score
+# in CONFIRMED, unconfirmed ones in UNCONFIRMED and nested proposals (`nested.py`) in NESTED,
+# each band wholly below the one before it, whatever the room.
+CONFIRMED = (0.5, 1.0)
+UNCONFIRMED = (0.26, 0.49)
+NESTED = (0.01, 0.24)
+
+
+def in_band(score: np.ndarray | float, band: tuple[float, float]) -> np.ndarray:
+    """A score in [0, 1] placed in ``band``, keeping its order."""
+    return band[0] + (band[1] - band[0]) * np.clip(score, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -56,12 +66,11 @@ def unclaimed_parts(points: np.ndarray, instance: np.ndarray, params: UnclaimedP
 
 
 def ranked_after(instance: np.ndarray, score: np.ndarray, unconfirmed: tuple[int, ...]) -> np.ndarray:
-    """Scores with the segments ``unconfirmed`` (ids) moved below every other segment, in their own order."""
-    if not unconfirmed:
-        return score
+    """Scores with the confirmed segments in the CONFIRMED band and the segments ``unconfirmed`` (ids)
+    in the UNCONFIRMED band below it, each in their own order."""
     low = np.isin(instance, list(unconfirmed))
     confirmed = (instance > 0) & ~low
-    floor = RANK_SHARE * (float(score[confirmed].min()) if confirmed.any() else 1.0)
-    out = score.copy()
-    out[low] = np.maximum(score[low], MIN_SHARE) * floor
+    out = score.astype(np.float32, copy=True)
+    out[confirmed] = in_band(score[confirmed], CONFIRMED)
+    out[low] = in_band(score[low], UNCONFIRMED)
     return out

@@ -1,4 +1,5 @@
 """`workbench segmentation ...`: scenes, run, eval, bench and train-prior for GrabS."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,8 @@ from typing import Any
 
 from engines.core import EngineError, ProgressFn, CancelToken
 from engines.segmentation.pointio.frame import UNITS, UP_AXES
+
+from engines.segmentation.generators import GENERATORS
 
 from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder, seed
 from .record import add_record_flag
@@ -20,7 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     scenes.add_argument("--n", type=int, default=10, help="how many rooms (default 10)")
     scenes.add_argument("--seed", type=seed, default=0, help="seed of the first room (default 0)")
     scenes.add_argument("--out", type=output_folder, required=True, help="folder to write scene_NNN.ply / .json into")
-    scenes.add_argument("--points", type=int, default=20000, help="points per room (default 20000)")
+    scenes.add_argument(
+        "--points", type=_points, default=(20000, 20000), help="points per room, or a range LOW-HIGH drawn per room (e.g. 5000-200000; default 20000)"
+    )
+    scenes.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        default="train",
+        help="train: the rooms the prior and policy are trained on (default); eval: other objects and arrangements, scanned",
+    )
 
     run = add_command(group, "run", cmd_run, "segment a point cloud (PLY/PCD/XYZ/PTS/NPZ) and write a labelled PLY")
     run.add_argument("scene", type=existing_file, help="input point cloud")
@@ -30,8 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--scannet", type=output_folder, help="also write the ScanNet benchmark layout into this folder")
     run.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     run.add_argument("--anchors", type=int, default=40, help="agent anchors (default 40)")
-    run.add_argument("--agent", choices=("search", "ppo"), default="search",
-                     help="who moves the cylinders: the search over every action (default) or the PPO policy")
+    run.add_argument(
+        "--agent",
+        choices=("search", "ppo"),
+        default="search",
+        help="who moves the cylinders: the search over every action (default) or the PPO policy",
+    )
     run.add_argument("--policy", type=existing_file, help="PPO policy checkpoint for --agent ppo (default: the shipped one)")
     run.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     run.add_argument("--units", choices=UNITS, default="auto",
@@ -44,19 +59,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     tune.add_argument("--dedup-iou", type=float, help="masks overlapping this much are one object (default 0.5)")
     tune.add_argument("--min-points", type=int, help="smallest segment kept, floor and wall points included (default 100)")
     tune.add_argument("--join-coverage", type=float, help="join touching pieces if the union's mask keeps this share (default 0.85)")
-    tune.add_argument("--no-unclaimed", action="store_true",
-                      help="only the segments the prior confirmed: no unconfirmed segments for the object points no search claimed")
-    tune.add_argument("--no-nested", action="store_true",
-                      help="no nested proposals: the parts beneath a segment's main horizontal surface (a chair under a table), ranked last")
+    tune.add_argument(
+        "--no-unclaimed",
+        action="store_true",
+        help="only the segments the prior confirmed: no unconfirmed segments for the object points no search claimed",
+    )
+    tune.add_argument(
+        "--no-nested",
+        action="store_true",
+        help="no nested proposals: the parts beneath a segment's main horizontal surface (a chair under a table), ranked last",
+    )
 
     ev = add_command(group, "eval", cmd_eval, "ScanNet-style AP of a labelled prediction against ground truth")
-    ev.add_argument("--pred", type=existing_file, required=True,
-                    help="prediction with 'instance' (and 'score', 'part', 'part_score') per point")
+    ev.add_argument("--pred", type=existing_file, required=True, help="prediction with 'instance' (and 'score', 'part', 'part_score') per point")
     ev.add_argument("--gt", type=existing_file, required=True, help="ground truth with 'instance' per point, same points")
 
     bench = add_command(group, "bench", cmd_bench, "GrabS vs DBSCAN on benchmark scenes: AP, AP50, AP25, seconds per scene")
-    bench.add_argument("--scenes", type=Path, required=True, help="folder of scene_NNN.ply written by 'scenes'")
+    bench.add_argument("--scenes", type=Path, help="folder of training-generator rooms written by 'scenes' (--generator train)")
+    bench.add_argument("--eval-scenes", type=Path, help="folder of evaluation-generator rooms written by 'scenes --generator eval'")
     bench.add_argument("--limit", type=int, help="only the first N scenes")
+    bench.add_argument("--out", type=output_file, help="also write the JSON record (what --json prints) to this .json file")
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
     bench.add_argument("--policy", type=existing_file, help="PPO policy checkpoint of the grabs_ppo row (default: the shipped one)")
@@ -81,7 +103,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--n", type=int, default=192, help="held-out crops (default 192)")
     check.add_argument("--seed", type=seed, default=0, help="seed of the crops (default 0)")
 
-    policy = add_command(group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)")
+    policy = add_command(
+        group, "train-policy", cmd_train_policy, "train the agent's PPO policy against the frozen prior (procedural rooms, no labels)"
+    )
     policy.add_argument("--minutes", type=float, default=20.0, help="wall-clock minutes (default 20, at most 90)")
     policy.add_argument("--out", type=output_file, required=True, help="policy checkpoint to write")
     policy.add_argument("--seed", type=seed, default=0, help="random seed; also picks the training rooms (default 0)")
@@ -109,17 +133,32 @@ def _after(progress: ProgressFn, seconds: float) -> ProgressFn:
     return lambda fraction, text: progress(fraction, text) if time.monotonic() - start >= seconds else None
 
 
+def _points(text: str) -> tuple[int, int]:
+    """argparse type: ``N`` or ``LOW-HIGH`` points a room, each 1,000 to 2,000,000."""
+    low, _, high = text.partition("-")
+    try:
+        span = (int(low), int(high or low))
+    except ValueError:
+        raise EngineError(f"--points must be a count (20000) or a range (5000-200000), got {text!r}") from None
+    if not 1000 <= span[0] <= span[1] <= 2_000_000:
+        raise EngineError(f"--points {text}: a room holds 1000 to 2000000 points, the range's low end first")
+    return span
+
+
 def cmd_scenes(args: argparse.Namespace) -> None:
     from engines.segmentation.bench import write_scenes
     from engines.segmentation.scenes import SceneParams
 
-    try:
-        scene_params = SceneParams(n_points=args.points)
-    except ValueError as exc:
-        raise EngineError(str(exc)) from None
+    low, high = args.points
     with cli_job(args, "scenes ") as (progress, cancel):
-        paths = write_scenes(args.out, args.n, args.seed, scene_params, progress, cancel)
-    output(args, {"out": str(args.out), "scenes": [str(p) for p in paths]}, f"wrote {len(paths)} scenes to {args.out}")
+        paths = write_scenes(
+            args.out, args.n, args.seed, SceneParams(n_points=low), progress, cancel, args.generator, None if low == high else (low, high)
+        )
+    output(
+        args,
+        {"out": str(args.out), "generator": args.generator, "scenes": [str(p) for p in paths]},
+        f"wrote {len(paths)} {args.generator}-generator scenes to {args.out}",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -147,8 +186,14 @@ def cmd_run(args: argparse.Namespace) -> None:
                      agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed),
                      nested=NestedParams(enabled=not args.no_nested))
     try:
-        params = with_thresholds(params, mask=args.mask_threshold, found=args.found_threshold, dedup_iou=args.dedup_iou,
-                                 min_points=args.min_points, join_coverage=args.join_coverage)
+        params = with_thresholds(
+            params,
+            mask=args.mask_threshold,
+            found=args.found_threshold,
+            dedup_iou=args.dedup_iou,
+            min_points=args.min_points,
+            join_coverage=args.join_coverage,
+        )
     except ValueError as exc:
         raise EngineError(str(exc)) from None
     if args.method == "grabs" and args.agent == "ppo":
@@ -172,7 +217,11 @@ def cmd_run(args: argparse.Namespace) -> None:
     if args.scannet:
         export_scannet(args.scannet, result, scannet_scene_name(args.scene))
     nested = sum(1 for s in result.segments if s.parent)
-    human = f"{len(result.segments) - nested} segments" + (f" and {nested} nested proposals" if nested else "") + f" in {result.seconds:.1f} s -> {args.out}"
+    human = (
+        f"{len(result.segments) - nested} segments"
+        + (f" and {nested} nested proposals" if nested else "")
+        + f" in {result.seconds:.1f} s -> {args.out}"
+    )
     if cloud.dropped:
         human += f" ({cloud.dropped} NaN/inf points dropped)"
     output(args, summary, human)
@@ -193,29 +242,54 @@ def cmd_eval(args: argparse.Namespace) -> None:
     result = evaluate([ScenePrediction.from_labels(gt.instance, pred.instance, pred.score, pred.part, pred.part_score)])
     if result.n_gt == 0:
         raise EngineError(f"{args.gt.name} holds no ground-truth objects of at least {MIN_REGION} points: nothing to evaluate")
-    data = {"ap": result.ap, "ap50": result.ap50, "ap25": result.ap25, "per_threshold": result.per_threshold,
-            "gt_objects": result.n_gt, "predictions": result.n_pred,
-            "curves": {k: to_jsonable(v) for k, v in result.curves.items() if k in ("0.25", "0.50")}}
+    data = {
+        "ap": result.ap,
+        "ap50": result.ap50,
+        "ap25": result.ap25,
+        "per_threshold": result.per_threshold,
+        "gt_objects": result.n_gt,
+        "predictions": result.n_pred,
+        "curves": {k: to_jsonable(v) for k, v in result.curves.items() if k in ("0.25", "0.50")},
+    }
     output(args, data, f"AP {result.ap:.3f}  AP50 {result.ap50:.3f}  AP25 {result.ap25:.3f}  ({result.n_pred} predictions, {result.n_gt} objects)")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
-    from engines.segmentation.bench import run_bench
+    from engines.segmentation.bench import generator_of, run_bench, run_benches
     from engines.segmentation.pipeline import VARIANTS
 
-    if not args.scenes.is_dir():
-        raise EngineError(f"{args.scenes} is not a folder of scenes")
+    folders = {gen: folder for gen, folder in (("train", args.scenes), ("eval", args.eval_scenes)) if folder is not None}
+    if not folders:
+        raise EngineError("give --scenes (training-generator rooms), --eval-scenes (evaluation-generator rooms) or both")
+    for gen, folder in folders.items():
+        flag = "--scenes" if gen == "train" else "--eval-scenes"
+        if not folder.is_dir():
+            raise EngineError(f"{flag} {folder} is not a folder of scenes")
+        if generator_of(folder) != gen:
+            other = "--eval-scenes" if gen == "train" else "--scenes"
+            raise EngineError(f"{folder} holds {generator_of(folder)}-generator rooms: give it as {other}")
     if args.limit is not None and args.limit < 1:
         raise EngineError(f"--limit must be at least 1 scene, got {args.limit}")
+    if args.out and args.out.suffix.lower() != ".json":
+        raise EngineError(f"--out {args.out.name}: the record is JSON, so give it a .json name")
     configure_threads()
     from engines.segmentation.policy import load_policy
 
     load_policy(args.policy)  # the grabs_ppo row's checkpoint: a bad one fails before the job starts
     params = _params(prior=str(args.prior or ""), anchors=args.anchors, policy=str(args.policy or ""))
     with cli_job(args, "bench ") as (progress, cancel):
-        result = run_bench(args.scenes, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel)
-    output(args, result, result.pop("table"))
+        if len(folders) == 1:  # one set: the record as it always was
+            ((gen, folder),) = folders.items()
+            result = run_bench(folder, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel, generator=gen)
+        else:
+            result = run_benches(folders, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel)
+    table = result.pop("table")
+    if args.out:
+        from engines.core import write_json
+
+        write_json(args.out, result)
+    output(args, result, table)
 
 
 def cmd_train_prior(args: argparse.Namespace) -> None:
@@ -236,8 +310,17 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
         result = train_prior(args.out, params, progress, cancel, log_path=log_path)
     human = f"wrote {result.checkpoint}: {result.steps} steps, {result.wall_seconds / 60:.1f} min, {result.parameters:,} parameters\n"
     human += "\n".join(f"  {k}: {v:.4f}" for k, v in result.metrics.items())
-    output(args, {"checkpoint": result.checkpoint, "steps": result.steps, "wall_seconds": result.wall_seconds,
-                  "parameters": result.parameters, "metrics": result.metrics}, human)
+    output(
+        args,
+        {
+            "checkpoint": result.checkpoint,
+            "steps": result.steps,
+            "wall_seconds": result.wall_seconds,
+            "parameters": result.parameters,
+            "metrics": result.metrics,
+        },
+        human,
+    )
 
 
 def cmd_validate_prior(args: argparse.Namespace) -> None:
@@ -268,9 +351,11 @@ def cmd_train_policy(args: argparse.Namespace) -> None:
     configure_threads()
     with cli_job(args, "train-policy ") as (progress, cancel):
         result = train_policy(args.out, params, args.prior, progress, cancel)
-    human = (f"wrote {result['out']}: {result['iterations']} PPO iterations in {result['seconds'] / 60:.1f} min; held-out episodes "
-             f"({result['held_out_episodes']}) found {result['held_out_found']:.1%} (untrained {result['held_out_found_before']:.1%}, "
-             f"search {result['held_out_found_by_search']:.1%})")
+    human = (
+        f"wrote {result['out']}: {result['iterations']} PPO iterations in {result['seconds'] / 60:.1f} min; held-out episodes "
+        f"({result['held_out_episodes']}) found {result['held_out_found']:.1%} (untrained {result['held_out_found_before']:.1%}, "
+        f"search {result['held_out_found_by_search']:.1%})"
+    )
     output(args, result, human)
 
 

@@ -1,4 +1,5 @@
 """`workbench segmentation ...` end to end: scenes, run, eval, bench, and one clear error per bad input."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,20 @@ def test_scenes_carry_ground_truth(scene_dir: Path) -> None:
 
 def test_run_dbscan_then_eval(cli, scene_dir: Path, tmp_path: Path) -> None:
     pred = tmp_path / "pred.ply"
-    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--method", "dbscan", "--out", str(pred),
-               "--summary", str(tmp_path / "s.json"), "--scannet", str(tmp_path / "scannet"), "--json")
+    proc = cli(
+        "segmentation",
+        "run",
+        str(scene_dir / "scene_000.ply"),
+        "--method",
+        "dbscan",
+        "--out",
+        str(pred),
+        "--summary",
+        str(tmp_path / "s.json"),
+        "--scannet",
+        str(tmp_path / "scannet"),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["method"] == "dbscan" and summary["segments"] and {"id", "points", "score", "bbox", "centroid"} <= set(summary["segments"][0])
@@ -63,22 +76,42 @@ def test_run_grabs_writes_instance_and_score(cli, scene_dir: Path, tmp_path: Pat
 
 def test_run_takes_the_panels_thresholds(cli, scene_dir: Path, tmp_path: Path) -> None:
     pred = tmp_path / "strict.ply"
-    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--min-points", "150",
-               "--found-threshold", "0.2", "--out", str(pred), "--json")
+    proc = cli(
+        "segmentation",
+        "run",
+        str(scene_dir / "scene_000.ply"),
+        "--anchors",
+        "4",
+        "--min-points",
+        "150",
+        "--found-threshold",
+        "0.2",
+        "--out",
+        str(pred),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["segments"] and all(s["points"] >= 150 for s in summary["segments"])
-    for flag, value, words in (("--min-points", "0", "at least 1 point"), ("--mask-threshold", "2", "thresholds"),
-                               ("--dedup-iou", "1.5", "duplicate IoU"), ("--join-coverage", "0", "coverage")):
+    for flag, value, words in (
+        ("--min-points", "0", "at least 1 point"),
+        ("--mask-threshold", "2", "thresholds"),
+        ("--dedup-iou", "1.5", "duplicate IoU"),
+        ("--join-coverage", "0", "coverage"),
+    ):
         line = _one_error(cli("segmentation", "run", str(scene_dir / "scene_000.ply"), flag, value, "--out", str(tmp_path / "x.ply")))
         assert words in line, (flag, line)
     assert not (tmp_path / "x.ply").exists()
 
 
 def test_bench_reports_every_method(cli, scene_dir: Path) -> None:
-    proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", timeout=600)
+    record = scene_dir.parent / "bench-record.json"
+    proc = cli("segmentation", "bench", "--scenes", str(scene_dir), "--anchors", "4", "--json", "--out", str(record), timeout=600)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
+    assert json.loads(record.read_text()) == data and data["generator"] == "train"
+    grabs = data["methods"]["grabs"]
+    assert {"confirmed_ap", "confirmed_ap50", "confirmed_ap25"} <= set(grabs) and grabs["confirmed_predictions"] <= grabs["predictions"]
     assert set(data["methods"]) == {"grabs", "grabs_ppo", "dbscan"}
     for m in data["methods"].values():
         assert {"ap", "ap50", "ap25", "seconds_per_scene"} <= set(m)
@@ -118,8 +151,16 @@ def test_eval_scores_the_nested_proposals_of_a_prediction(cli, tmp_path: Path) -
     write_cloud(tmp_path / "gt.ply", PointCloud(points, instance=np.where(chair, 2, 1).astype(np.int32)))
     ones = np.ones(400, np.int32)
     write_cloud(tmp_path / "flat.ply", PointCloud(points, instance=ones, score=np.full(400, 0.8, np.float32)))
-    write_cloud(tmp_path / "nested.ply", PointCloud(points, instance=ones, score=np.full(400, 0.8, np.float32),
-                                                    part=np.where(chair, 2, 0).astype(np.int32), part_score=np.where(chair, 0.4, 0).astype(np.float32)))
+    write_cloud(
+        tmp_path / "nested.ply",
+        PointCloud(
+            points,
+            instance=ones,
+            score=np.full(400, 0.8, np.float32),
+            part=np.where(chair, 2, 0).astype(np.int32),
+            part_score=np.where(chair, 0.4, 0).astype(np.float32),
+        ),
+    )
     scores = {}
     for name in ("flat", "nested"):
         proc = cli("segmentation", "eval", "--pred", str(tmp_path / f"{name}.ply"), "--gt", str(tmp_path / "gt.ply"), "--json")
@@ -129,7 +170,9 @@ def test_eval_scores_the_nested_proposals_of_a_prediction(cli, tmp_path: Path) -
 
 
 def test_run_with_the_ppo_policy(cli, scene_dir: Path, tmp_path: Path) -> None:
-    proc = cli("segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--agent", "ppo", "--out", str(tmp_path / "p.ply"), "--json")
+    proc = cli(
+        "segmentation", "run", str(scene_dir / "scene_000.ply"), "--anchors", "4", "--agent", "ppo", "--out", str(tmp_path / "p.ply"), "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["method"] == "grabs" and summary["agent"] == "ppo" and summary["trajectories"] in (4, 6)
@@ -156,7 +199,9 @@ def test_bad_inputs_get_one_clear_error(cli, tmp_path: Path) -> None:
     cases["cut.ply"] = "corrupt"
     np.savez(tmp_path / "nan.npz", points=np.full((500, 3), np.nan))
     cases["nan.npz"] = "no finite points"
-    (tmp_path / "huge.ply").write_text("ply\nformat binary_little_endian 1.0\nelement vertex 999999999\nproperty float x\nproperty float y\nproperty float z\nend_header\n")
+    (tmp_path / "huge.ply").write_text(
+        "ply\nformat binary_little_endian 1.0\nelement vertex 999999999\nproperty float x\nproperty float y\nproperty float z\nend_header\n"
+    )
     cases["huge.ply"] = "too large"
     (tmp_path / "words.xyz").write_text("no numbers here\n")
     cases["words.xyz"] = "not a point cloud"
@@ -205,8 +250,9 @@ def test_run_checks_every_output_before_any_work(cli, scene_dir: Path, tmp_path:
     blocked = tmp_path / "scannet"
     blocked.mkdir()
     (blocked / "pred_mask").write_text("a file where the mask folder goes")
-    line = _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(tmp_path / "s.json"),
-                          "--scannet", str(blocked)))
+    line = _one_error(
+        cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(tmp_path / "s.json"), "--scannet", str(blocked))
+    )
     assert "pred_mask is a file" in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scannet"] and sorted(p.name for p in blocked.iterdir()) == ["pred_mask"]
 
@@ -224,6 +270,22 @@ def test_eval_without_ground_truth_objects_is_an_error(cli, tmp_path: Path) -> N
     pred = write_cloud(tmp_path / "pred.ply", PointCloud(pts, instance=np.ones(3000, np.int32), score=np.ones(3000, np.float32)))
     line = _one_error(cli("segmentation", "eval", "--pred", str(pred), "--gt", str(gt)))
     assert "holds no ground-truth objects of at least 100 points: nothing to evaluate" in line
+
+
+def test_scenes_of_the_evaluation_generator_and_bench_takes_each_set_by_its_flag(cli, scene_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "eval"
+    proc = cli("segmentation", "scenes", "--generator", "eval", "--n", "2", "--seed", "11", "--points", "3000-4000", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["generator"] == "eval"
+    for k in range(2):
+        meta = json.loads((out / f"scene_{k:03d}.json").read_text())
+        assert meta["generator"] == "eval" and meta["seed"] == 11 + k and 3000 <= len(read_cloud(out / f"scene_{k:03d}.ply")) <= 4000
+    assert "--eval-scenes" in _one_error(cli("segmentation", "bench", "--scenes", str(out)))
+    assert "--scenes" in _one_error(cli("segmentation", "bench", "--eval-scenes", str(scene_dir)))
+    assert "give --scenes" in _one_error(cli("segmentation", "bench"))
+    for points in ("5000-1000", "many"):
+        assert "--points" in _one_error(cli("segmentation", "scenes", "--points", points, "--out", str(tmp_path / "x")))
+    assert not (tmp_path / "x").exists()
 
 
 def test_bench_limit_must_be_positive(cli, scene_dir: Path) -> None:

@@ -1,4 +1,5 @@
 """The agent, the objectness reward, the pipeline, and the rule that no ground truth reaches the method."""
+
 from __future__ import annotations
 
 import re
@@ -83,7 +84,9 @@ def test_no_ground_truth_reaches_the_method(cloud) -> None:
     # Same result with the labels present, absent, or scrambled.
     labelled = segment(cloud, TINY)
     bare = segment(PointCloud(cloud.points, cloud.colors), TINY)
-    scrambled = segment(PointCloud(cloud.points, cloud.colors, np.random.default_rng(1).permutation(cloud.instance), np.ones(len(cloud), np.float32)), TINY)
+    scrambled = segment(
+        PointCloud(cloud.points, cloud.colors, np.random.default_rng(1).permutation(cloud.instance), np.ones(len(cloud), np.float32)), TINY
+    )
     assert np.array_equal(labelled.instance, bare.instance) and np.array_equal(labelled.instance, scrambled.instance)
     assert np.array_equal(labelled.score, bare.score)
     assert [t.steps for t in labelled.trajectories] == [t.steps for t in scrambled.trajectories]
@@ -113,16 +116,36 @@ def test_objectness_scores_crops(cloud) -> None:
     assert len(full.scored) == len(crop)
 
 
-def test_dbscan_merges_touching_objects_the_prior_can_split() -> None:
-    # Two boxes side by side, touching: one Euclidean cluster.
+def _touching_cabinets() -> tuple[np.ndarray, np.ndarray]:
+    """Two cabinets side by side, 5 mm apart, on a floor: points and ground truth (0 floor, 1, 2)."""
+    from engines.segmentation.categories import make_shape
+    from engines.segmentation.shapes import Pose
+
     rng = np.random.default_rng(0)
-    a = rng.uniform([0, 0, 0], [0.5, 0.5, 0.8], (1500, 3))
-    b = rng.uniform([0.5, 0, 0], [1.0, 0.5, 0.4], (1500, 3))
-    floor = np.column_stack([rng.uniform(-2, 3, 4000), rng.uniform(-2, 3, 4000), rng.normal(0, 0.003, 4000)])
-    pts = np.concatenate([floor, a, b]).astype(np.float32)
-    res = segment(PointCloud(pts), SegmentParams(method="dbscan", dbscan=DbscanParams(eps=0.1, min_points=5)))
-    labels = set(np.unique(res.instance[4000:]).tolist())
-    assert len(labels - {0}) == 1
+    a, b = make_shape("cabinet", rng), make_shape("cabinet", rng)
+    pa = a.sample_surface(1500, rng)
+    pb = Pose(translation=(float(a.bounds()[1][0] - b.bounds()[0][0]) + 0.005, 0.0, 0.0)).to_world(b.sample_surface(1500, rng))
+    floor = np.column_stack([rng.uniform(-2, 3, 3000), rng.uniform(-2.5, 2.5, 3000), rng.normal(0, 0.003, 3000)])
+    return np.concatenate([floor, pa, pb]).astype(np.float32), np.repeat([0, 1, 2], [len(floor), len(pa), len(pb)])
+
+
+def _best_iou(instance: np.ndarray, gt: np.ndarray, obj: int) -> float:
+    g = gt == obj
+    return max((((instance == k) & g).sum() / ((instance == k) | g).sum() for k in np.unique(instance[g]) if k > 0), default=0.0)
+
+
+def test_dbscan_merges_touching_objects_the_prior_splits() -> None:
+    """Two cabinets pressed together: one Euclidean cluster for DBSCAN, two objects for GrabS (each
+    matched at IoU > 0.5 by a segment of its own)."""
+    pts, gt = _touching_cabinets()
+    dbscan = segment(PointCloud(pts), SegmentParams(method="dbscan", dbscan=DbscanParams(eps=0.1, min_points=5)))
+    assert len(set(np.unique(dbscan.instance[gt > 0]).tolist()) - {0}) == 1
+    assert max(_best_iou(dbscan.instance, gt, k) for k in (1, 2)) < 0.5
+    grabs = segment(PointCloud(pts), SMALL)
+    ious = [_best_iou(grabs.instance, gt, k) for k in (1, 2)]
+    assert min(ious) > 0.5, ious
+    winners = {int(np.bincount(grabs.instance[gt == k]).argmax()) for k in (1, 2)}
+    assert len(winners) == 2 and 0 not in winners, "a segment of its own for each cabinet"
 
 
 def test_large_clouds_are_subsampled_and_labels_carried_back(cloud) -> None:
@@ -141,8 +164,11 @@ def test_the_second_search_labels_only_points_the_first_left_free(monkeypatch) -
     from engines.segmentation import pipeline
 
     n = 300
-    first = (np.r_[np.ones(100), np.zeros(150), np.full(50, 2)].astype(np.int32), np.r_[np.full(100, 0.8), np.zeros(150), np.full(50, 0.6)].astype(np.float32),
-             np.full(n, np.nan, np.float32))
+    first = (
+        np.r_[np.ones(100), np.zeros(150), np.full(50, 2)].astype(np.int32),
+        np.r_[np.full(100, 0.8), np.zeros(150), np.full(50, 0.6)].astype(np.float32),
+        np.full(n, np.nan, np.float32),
+    )
     points = np.random.default_rng(0).normal(size=(n, 3))
     seen = {}
 

@@ -1,4 +1,5 @@
 """Objects nested in a segment (a chair pushed under its table) as extra proposals ranked last."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,6 +10,7 @@ import pytest
 from engines.segmentation.export import export_scannet, labelled_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
 from engines.segmentation.nested import NestedParams, nested_parts, ranked_below
+from engines.segmentation.unclaimed import CONFIRMED, NESTED, UNCONFIRMED
 from engines.segmentation.pipeline import SegmentationResult, _segments
 from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
 
@@ -57,14 +59,13 @@ def test_nothing_is_proposed_when_switched_off_too_small_or_not_below_the_surfac
 
 
 def test_nested_parts_rank_below_every_segment_larger_first() -> None:
-    instance = np.repeat([0, 1, 2], 100).astype(np.int32)
-    score = np.repeat([0.0, 0.9, 0.3], 100).astype(np.float32)
     part = np.zeros(300, np.int32)
     part[100:160], part[200:220] = 3, 4
-    out = ranked_below(part, instance, score)
+    out = ranked_below(part)
     assert out[part == 0].max() == 0.0
-    assert out[part == 3][0] == pytest.approx(0.5 * 0.3) and out[part == 4][0] == pytest.approx(0.5 * 0.3 * 20 / 60)
-    assert not ranked_below(np.zeros(300, np.int32), instance, score).any()
+    assert out[part == 3][0] == pytest.approx(NESTED[1]) and out[part == 4][0] == pytest.approx(NESTED[0] + (NESTED[1] - NESTED[0]) * 20 / 60)
+    assert out.max() < UNCONFIRMED[0] and UNCONFIRMED[1] < CONFIRMED[0]  # below every segment, whatever its room
+    assert not ranked_below(np.zeros(300, np.int32)).any()
 
 
 def test_an_overlapping_proposal_ranked_last_adds_recall_and_a_wrong_one_costs_nothing() -> None:
@@ -93,8 +94,9 @@ def test_nested_parts_travel_through_the_ply_the_json_and_the_scannet_layout(tmp
     part_score = np.where(chair, 0.4, 0).astype(np.float32)
     segments = _segments(points, instance, score, (), part, part_score)
     assert [(s.id, s.parent, s.confirmed) for s in segments] == [(1, 0, True), (2, 1, False)]
-    result = SegmentationResult("grabs", instance, score, np.full(n, np.nan, np.float32), segments, (), (), np.zeros((0, 3)),
-                                part=part, part_score=part_score)
+    result = SegmentationResult(
+        "grabs", instance, score, np.full(n, np.nan, np.float32), segments, (), (), np.zeros((0, 3)), part=part, part_score=part_score
+    )
     assert [s.get("inside") for s in result.summary()["segments"]] == [None, 1]
     cloud = PointCloud(points.astype(np.float32))
     back = read_cloud(write_cloud(tmp_path / "pred.ply", labelled_cloud(cloud, result)))

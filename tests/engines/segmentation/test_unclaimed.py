@@ -1,4 +1,5 @@
 """Unclaimed object points as unconfirmed segments, ranked after every confirmed one."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,8 +10,9 @@ import pytest
 from engines.segmentation.agent import AgentParams
 from engines.segmentation.example import example_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
+from engines.segmentation.nested import ranked_below
 from engines.segmentation.pipeline import SegmentParams, segment
-from engines.segmentation.unclaimed import MIN_SHARE, RANK_SHARE, UnclaimedParams, ranked_after, unclaimed_parts
+from engines.segmentation.unclaimed import CONFIRMED, UNCONFIRMED, UnclaimedParams, in_band, ranked_after, unclaimed_parts
 
 
 def _blob(centre: tuple[float, float, float], n: int, seed: int) -> np.ndarray:
@@ -48,13 +50,34 @@ def test_unconfirmed_segments_rank_after_every_confirmed_one_in_their_own_order(
     instance = np.repeat([0, 1, 2, 3, 4], 10)
     score = np.repeat([0.0, 0.9, 0.4, 0.8, 0.0], 10).astype(np.float32)
     out = ranked_after(instance, score, (3, 4))
-    assert out[instance == 1][0] == pytest.approx(0.9) and out[instance == 2][0] == pytest.approx(0.4)  # confirmed: unchanged
-    assert out[instance == 3][0] == pytest.approx(0.8 * RANK_SHARE * 0.4)
-    assert out[instance == 4][0] == pytest.approx(MIN_SHARE * RANK_SHARE * 0.4)  # never zero
-    assert out[instance == 3][0] > out[instance == 4][0] and out[instance == 3][0] < out[instance == 2][0]
-    assert ranked_after(instance, score, ()) is score
-    lowest = ranked_after(instance, np.where(instance == 2, 0.0, score).astype(np.float32), (3, 4))
-    assert lowest[instance == 3].max() == 0.0  # never above a confirmed segment, even one scored 0
+    assert out[instance == 1][0] == pytest.approx(in_band(0.9, CONFIRMED)) and out[instance == 2][0] == pytest.approx(in_band(0.4, CONFIRMED))
+    assert out[instance == 3][0] == pytest.approx(in_band(0.8, UNCONFIRMED))
+    assert out[instance == 4][0] == pytest.approx(UNCONFIRMED[0]) and UNCONFIRMED[0] > 0  # never zero
+    assert out[instance == 1][0] > out[instance == 2][0] > out[instance == 3][0] > out[instance == 4][0]
+    assert (out[instance == 0] == 0).all()
+    lowest = ranked_after(instance, np.where(instance == 3, 1.0, np.where(instance == 2, 0.0, score)).astype(np.float32), (3, 4))
+    assert lowest[instance == 3].max() < lowest[instance == 2].min()  # never above a confirmed segment, even one scored 0
+
+
+def test_one_score_band_for_every_room() -> None:
+    """AP pools the rooms: an unconfirmed segment or nested part of a room whose confirmed segments
+    all score high must still rank below a low-scored confirmed segment of another room. With a
+    floor set per room (half room A's lowest confirmed score) room A's wrong proposals would
+    outrank room B's right segments and cost AP; in one band they cost nothing."""
+    gt_a = np.repeat([1, 2, 3], [200, 200, 500])
+    inst_a = np.repeat([1, 2, 0, 3], [200, 200, 390, 110])  # 3: unconfirmed, a fifth of object 3 (IoU 0.22: wrong at 0.25 and up)
+    score_a = ranked_after(inst_a, np.repeat([0.9, 0.95, 0.0, 1.0], [200, 200, 390, 110]).astype(np.float32), (3,))
+    part_a = np.repeat([0, 4, 0], [250, 150, 500]).astype(np.int32)  # a nested part of segment 2, half of it: wrong too
+    gt_b = np.repeat([1, 2], 200)
+    score_b = ranked_after(gt_b, np.repeat([0.2, 0.0], 200).astype(np.float32), ())
+    nested_a = ranked_below(part_a)
+    assert max(score_a[inst_a == 3].max(), nested_a.max()) < score_b.min(), "room A's proposals rank below room B's confirmed segments"
+    room_b = ScenePrediction.from_labels(gt_b, gt_b, score_b)
+    with_proposals = evaluate([ScenePrediction.from_labels(gt_a, inst_a, score_a, part_a, nested_a), room_b])
+    confirmed_only = evaluate([ScenePrediction.from_labels(gt_a, np.where(inst_a == 3, 0, inst_a), score_a), room_b])
+    assert with_proposals.n_pred == confirmed_only.n_pred + 2
+    assert with_proposals.ap50 == pytest.approx(confirmed_only.ap50) and with_proposals.ap25 == pytest.approx(confirmed_only.ap25)
+    assert with_proposals.ap25 == pytest.approx(0.8)  # 4 of 5 objects, every false positive ranked after them
 
 
 def test_predictions_ranked_last_never_lower_ap() -> None:
