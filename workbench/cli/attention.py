@@ -8,8 +8,7 @@ from typing import Any
 
 from engines.core import CancelToken, EngineError, ProgressFn
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file
-from .record import add_record_flag
+from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:

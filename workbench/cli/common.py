@@ -192,3 +192,17 @@ def parse_size(value: str) -> tuple[int, int]:
     if not (64 <= w <= 8192 and 64 <= h <= 8192):
         raise EngineError(f"size {value} is out of range: each side must be 64 to 8192 pixels")
     return w, h
+
+
+def add_record_flag(parser: argparse.ArgumentParser) -> None:
+    """The one flag every benchmark command takes (`--out` means other things on some of them)."""
+    parser.add_argument(
+        "--record", type=record_file, help="also write a benchmark record (.json: command, date, machine, result) for docs/benchmarks.md"
+    )
+
+
+def record_file(value: str) -> Path:
+    """argparse type: refused before a long benchmark starts, not after it."""
+    if not value.lower().endswith(".json"):
+        raise EngineError(f"--record {value}: a record is JSON, give it a .json name")
+    return output_file(value)

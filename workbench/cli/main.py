@@ -15,8 +15,7 @@ from typing import Any
 from engines.core import METHODS, Cancelled, EngineError
 from engines.core.device import env_threads
 
-from .common import ArgumentParser, add_command, cli_job, output, output_file, output_folder, parse_size
-from .record import add_record_flag
+from .common import ArgumentParser, add_command, add_record_flag, cli_job, output, output_file, output_folder, parse_size
 
 
 def build_parser() -> ArgumentParser:

@@ -7,8 +7,7 @@ from pathlib import Path
 from engines.core import EngineError
 from engines.planner.params import SPLITS
 
-from .common import add_command, add_group, cli_job, existing_file, existing_folder, output, output_file
-from .record import add_record_flag
+from .common import add_command, add_group, add_record_flag, cli_job, existing_file, existing_folder, output, output_file
 
 
 SHIPPED_EPISODES = 960  # expert episodes the shipped checkpoint was trained on (data and train defaults)

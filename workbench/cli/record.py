@@ -6,7 +6,6 @@ measured number is typed by nobody and lives in one place."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import platform
@@ -15,26 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engines.core import EngineError, to_jsonable, write_json
-
-from .common import output_file
+from engines.core import to_jsonable, write_json
 
 FORMAT = "workbench-bench-record"
 VERSION = 1
-
-
-def add_record_flag(parser: argparse.ArgumentParser) -> None:
-    """The one flag every benchmark command takes (`--out` means other things on some of them)."""
-    parser.add_argument(
-        "--record", type=record_file, help="also write a benchmark record (.json: command, date, machine, result) for docs/benchmarks.md"
-    )
-
-
-def record_file(value: str) -> Path:
-    """argparse type: refused before a long benchmark starts, not after it."""
-    if not value.lower().endswith(".json"):
-        raise EngineError(f"--record {value}: a record is JSON, give it a .json name")
-    return output_file(value)
 
 
 def write_record(path: Path, argv: list[str], result: dict[str, Any], table: str | None) -> Path:

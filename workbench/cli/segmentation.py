@@ -12,8 +12,7 @@ from engines.segmentation.pointio.frame import UNITS, UP_AXES
 
 from engines.segmentation.generators import GENERATORS
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder, seed
-from .record import add_record_flag
+from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file, output_folder, seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:

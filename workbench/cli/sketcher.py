@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file, seed
-from .record import add_record_flag
+from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file, seed
 
 if TYPE_CHECKING:
     from engines.sketcher.data import DataConfig

@@ -9,8 +9,7 @@ from typing import Any
 from engines.core import EngineError, to_jsonable
 from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams, parse_widths
 
-from .common import add_command, add_group, cli_job, existing_file, output, output_file, output_folder
-from .record import add_record_flag
+from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file, output_folder
 
 SHIPPED_RUN = "cbsom.topomap.pt"
 
