@@ -150,11 +150,12 @@ def cmd_crosscheck(args: argparse.Namespace) -> None:
 
     _configure()
     params = CrosscheckParams(str(args.scenarios), args.split, tuple(p.strip() for p in args.planners.split(",") if p.strip()), args.limit, args.workers)
-    with cli_job(args, "crosscheck ") as (progress, cancel):
-        result = run_crosscheck(params, progress=progress, cancel=cancel)
-    if args.out:
-        from engines.core import write_json
+    from engines.core import write_json
 
+    keep = None if args.out is None else (lambda so_far: write_json(args.out, so_far))  # a long run's files so far survive a stop
+    with cli_job(args, "crosscheck ") as (progress, cancel):
+        result = run_crosscheck(params, progress=progress, cancel=cancel, partial=keep)
+    if args.out:
         write_json(args.out, result)
     output(args, {k: v for k, v in result.items() if k != "rows"}, table(result))
 

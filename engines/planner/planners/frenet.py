@@ -53,9 +53,7 @@ class FrenetPlanner:
         self.settings = settings
 
     def reset(self, scene: Scene) -> None:
-        from commonroad_dc.boundary.boundary import create_road_boundary_obstacle
         from commonroad_rp.reactive_planner import ReactivePlanner
-        from commonroad_rp.utility.utils_coordinate_system import create_coordinate_system
 
         from ..commonroad_export import commonroad_scenario
 
@@ -66,9 +64,9 @@ class FrenetPlanner:
         self.last: tuple[int, np.ndarray] | None = None  # step planned at, its (horizon+1, 4) trajectory
         cr = commonroad_scenario(scene)
         config = _config(self.settings, cr)
-        self.rp = ReactivePlanner(config)
-        _, self.road_boundary = create_road_boundary_obstacle(cr)
-        self.rp.set_reference_path(coordinate_system=create_coordinate_system(scene.route_path.points))
+        self.rp = ReactivePlanner(config)  # builds the road boundary of the map, which holds no obstacle
+        self.road_boundary = self.rp.collision_checker.obstacles()[0]
+        self.rp.set_reference_path(coordinate_system=_frenet_frame(scene.route_path.points))
 
     def plan(self, obs: Observation) -> Plan:
         if self.last is not None and 0 < obs.step - self.last[0] < self.settings.every:
@@ -111,8 +109,10 @@ class FrenetPlanner:
         frame = PathFrame.at(self.scene.route_path, np.array([e.x, e.y]))
         limit = float(self.scene.route_speed_limit(frame.s0))
         rp.set_desired_velocity(desired_velocity=limit, current_speed=x0.velocity)
-        # Down to standstill and up to the limit: the default range (+-a few m/s) cannot see a stop coming.
-        rp.set_v_sampling_parameters(0.0, max(limit, x0.velocity + 2.0))
+        # End speeds from what braking can shed to the limit (or what accelerating can reach): the
+        # default range (a few m/s around the current speed) cannot see a stop coming.
+        v, horizon = x0.velocity, self.settings.horizon_steps * PLAN_DT
+        rp.set_v_sampling_parameters(max(0.0, v - 3.0 * horizon), min(max(limit, v), v + 1.5 * horizon))
         result = rp.plan(current_sampling_level=0) or rp.plan(current_sampling_level=1)
         if result is None:
             return None
@@ -135,6 +135,30 @@ class FrenetPlanner:
         traj = path_plan(frame, s, frame.d0, 0.0, blend_length(e.speed), np.array([e.x, e.y]), e.heading)
         traj[:, 3] = v
         return traj
+
+
+def _frenet_frame(reference: np.ndarray) -> Any:
+    """The reactive planner's curvilinear frame along the route (spline-smoothed, as its own
+    ``create_coordinate_system`` does). A sample that leaves the frame's projection domain is
+    infeasible: the planner expects ``None`` there, while commonroad-clcs 2025.2 raises."""
+    from commonroad_clcs.config import CLCSParams, ProcessingOption, ResamplingOption
+    from commonroad_clcs.pycrccosy import CurvilinearProjectionDomainLateralError, CurvilinearProjectionDomainLongitudinalError
+    from commonroad_rp.utility.utils_coordinate_system import CoordinateSystem
+
+    class Frame(CoordinateSystem):
+        def convert_to_cartesian_coords(self, s: float, d: float) -> np.ndarray | None:
+            try:
+                return super().convert_to_cartesian_coords(s, d)
+            except (CurvilinearProjectionDomainLateralError, CurvilinearProjectionDomainLongitudinalError):
+                return None
+
+    params = CLCSParams(processing_option=ProcessingOption.SPLINE_SMOOTHING)
+    params.spline.degree_spline = 3
+    params.spline.smoothing_factor = 2.0
+    params.resampling.option = ResamplingOption.ADAPTIVE
+    params.resampling.min_step = 0.5
+    params.resampling.max_step = 1.0
+    return Frame(reference=reference, preprocess_reference=True, clcs_params=params)
 
 
 def _config(settings: FrenetSettings, cr_scenario: Any):

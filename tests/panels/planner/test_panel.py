@@ -256,3 +256,11 @@ def test_opens_on_the_scene_at_t0_until_the_first_run(qapp, qtbot, panel_ctx, id
     finish(qapp, panel)
     assert panel.loaded.episode is idm_episode and "CLS" in panel.summary.text()
     assert len(panel.view.replay.frames) == idm_episode.steps + 1
+
+
+def test_the_planner_choices_are_the_engines_names() -> None:
+    from engines.planner.params import GUIDED, PLANNERS
+    from panels.planner.panel import COMPARE, PLANNER_NAMES
+
+    assert PLANNER_NAMES is PLANNERS and "frenet" in PLANNERS
+    assert set(COMPARE) == {"none", GUIDED, *PLANNERS}
