@@ -13,6 +13,7 @@ counts these fallbacks.
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,7 @@ class FrenetPlanner:
         traj = None
         try:
             traj = self._sample(obs)
-        except Exception as exc:  # noqa: BLE001  (the start is off its Frenet frame: stop)
+        except Exception as exc:  # noqa: BLE001  (it raises ValueError or a bare Exception for a start off the route's frame or against it)
             logging.getLogger(__name__).debug("frenet planner failed: %s", exc)
         if traj is None:
             self.fallbacks += 1
@@ -158,7 +159,10 @@ def _frenet_frame(reference: np.ndarray) -> Any:
     params.resampling.option = ResamplingOption.ADAPTIVE
     params.resampling.min_step = 0.5
     params.resampling.max_step = 1.0
-    return Frame(reference=reference, preprocess_reference=True, clcs_params=params)
+    # A straight route has zero curvature (divisions by zero) and a long one a slowly converging arc-length integral: both fine.
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Frame(reference=reference, preprocess_reference=True, clcs_params=params)
 
 
 def _config(settings: FrenetSettings, cr_scenario: Any):
