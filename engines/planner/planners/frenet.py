@@ -36,7 +36,6 @@ class FrenetSettings:
     t_min: float = 1.0  # s: shortest manoeuvre sampled
     lateral: float = 3.5  # m either side of the route sampled (one lane width)
     speeds: int = 5  # speed samples at the coarse level (the dense level, tried when nothing is feasible, has 2x-1)
-    every: int = 3  # replan every this many steps, following the last plan in between (the reactive planner's default)
     margin: float = 0.3  # m added to the agents' boxes
 
 
@@ -62,7 +61,6 @@ class FrenetPlanner:
         self.scene = scene
         self.fallbacks = 0
         self.replans = 0
-        self.last: tuple[int, np.ndarray] | None = None  # step planned at, its (horizon+1, 4) trajectory
         cr = commonroad_scenario(scene)
         config = _config(self.settings, cr)
         self.rp = ReactivePlanner(config)  # builds the road boundary of the map, which holds no obstacle
@@ -70,11 +68,7 @@ class FrenetPlanner:
         self.rp.set_reference_path(coordinate_system=_frenet_frame(scene.route_path.points))
 
     def plan(self, obs: Observation) -> Plan:
-        if self.last is not None and 0 < obs.step - self.last[0] < self.settings.every:
-            k = obs.step - self.last[0]
-            return Plan(self.last[1][k : k + PLAN_STEPS + 1], info={"fallbacks": self.fallbacks, "replans": self.replans})
         self.replans += 1
-        self.last = None
         traj = None
         try:
             traj = self._sample(obs)
@@ -83,7 +77,6 @@ class FrenetPlanner:
         if traj is None:
             self.fallbacks += 1
             return Plan(self._comfortable_stop(obs), info={"fallbacks": self.fallbacks, "replans": self.replans, "fallback": True})
-        self.last = (obs.step, traj)
         return Plan(traj[: PLAN_STEPS + 1], info={"fallbacks": self.fallbacks, "replans": self.replans})
 
     def _sample(self, obs: Observation) -> np.ndarray | None:
