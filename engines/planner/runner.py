@@ -12,12 +12,10 @@ from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, 
 
 from .episode import Episode, StepPlan, save_episode
 from .metrics import Track, compute_cls
+from .params import PLANNERS
 from .scenario import Agent, Event, Scenario, load_scenario_json
 from .scene import Scene
 from .simulation import Rollout, Simulator, run_episode
-
-PLANNERS = ("diffusion", "idm", "pdm", "constant_velocity", "expert")
-
 
 @dataclass(frozen=True)
 class RunParams:
@@ -68,6 +66,10 @@ def make_planner(params: RunParams, model: Any = None):
         from .planners.pdm import PDMPlanner
 
         return PDMPlanner()
+    if name == "frenet":
+        from .planners.frenet import FrenetPlanner
+
+        return FrenetPlanner()
     if name == "constant_velocity":
         from .planners.rules import ConstantVelocityPlanner
 

@@ -18,11 +18,11 @@ from engines.core.intervals import Interval, mean_interval
 
 from .procedural import TYPES, generate, suite_scenarios
 from .guidance_config import SAFETY_TERMS, GuidanceConfig
+from .params import GUIDED, PLANNERS
 from .runner import RunParams, episode_from_rollout, expert_rollout, load_scenario, make_planner
 from .scene import Scene
 from .simulation import run_episode
 
-GUIDED = "diffusion+guidance"
 GUIDED_TERMS = ",".join(SAFETY_TERMS)
 TARGETS = {"diffusion_minus_idm": 10.0, "pdm_minus_diffusion": 3.0, "guided_minus_pdm": 0.0, "at_fault_rate": 0.02,
            "replan_ms": 50.0, "episode_s": 10.0}
@@ -65,7 +65,7 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
         raise EngineError("--workers must be at least 1")
     if params.latency_replans < 0:
         raise EngineError("--latency-replans must be 0 (no latency figure) or more")
-    known = {"diffusion", GUIDED, "idm", "pdm", "constant_velocity", "expert"}
+    known = {*PLANNERS, GUIDED}
     if not params.planners:
         raise EngineError(f"no planner to benchmark: list at least one with --planners ({', '.join(sorted(known))})")
     twice = sorted({p for p in params.planners if params.planners.count(p) > 1})

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from engines.core import EngineError, json_loads, resource_path
 from engines.planner.guidance_config import DEFAULT_WEIGHTS, SAFETY_TERMS, TERMS
+from engines.planner.params import GUIDED, PLANNERS
 
 from ..base import MethodPanel, PanelContext, side_scroll
 from ..session_checks import choice, flag, mapping, named, number, shown, text, whole
@@ -28,8 +29,8 @@ from .plots import MetricPlots
 from .view import CAMERAS, LAYERS, SceneView
 
 TYPES = ("straight", "curve", "merge", "intersection", "lead_braking", "cut_in", "stopped_vehicle", "dense_traffic")
-PLANNER_NAMES = ("diffusion", "idm", "pdm", "constant_velocity", "expert")
-COMPARE = ("none", "diffusion", "diffusion+guidance", "idm", "pdm", "constant_velocity", "expert")
+PLANNER_NAMES = PLANNERS
+COMPARE = ("none", "diffusion", GUIDED, *(p for p in PLANNERS if p != "diffusion"))
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 EXAMPLE = "example_scenario.json"
 PREVIEW = "planner: scene preview"
@@ -322,7 +323,7 @@ class PlannerPanel(MethodPanel):
         from engines.planner.runner import RunParams
 
         name = planner or self.planner.currentText()
-        if name == "diffusion+guidance":
+        if name == GUIDED:
             name, guidance = "diffusion", ",".join(SAFETY_TERMS)  # what the benchmark calls diffusion+guidance
         elif planner is None and name == "diffusion":  # the main planner follows the guidance toggles
             guidance = ",".join(t for t in TERMS if self.term_box[t].isChecked())

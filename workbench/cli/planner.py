@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from engines.core import EngineError
-from engines.planner.params import SPLITS
+from engines.planner.params import PLANNERS, SPLITS
 
 from .common import add_command, add_group, add_record_flag, cli_job, existing_file, existing_folder, output, output_file
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--scenario", type=existing_file, help="scenario file: our .json or a CommonRoad .xml")
     src.add_argument("--type", help="procedural scenario type (straight, curve, merge, intersection, lead_braking, cut_in, stopped_vehicle, dense_traffic)")
     run.add_argument("--seed", type=int, default=0, help="seed of the procedural scenario and of the sampler (default 0)")
-    run.add_argument("--planner", default="diffusion", help="diffusion, idm, pdm, constant_velocity or expert (default diffusion)")
+    run.add_argument("--planner", default="diffusion", help=f"{', '.join(PLANNERS)} (default diffusion; frenet: CommonRoad's reactive planner)")
     run.add_argument("--guidance", default="", help="guidance terms for the diffusion planner: collision,drivable,speed,comfort")
     run.add_argument("--samples", type=int, default=8, help="diffusion samples per replan (default 8)")
     run.add_argument("--steps", type=int, default=10, help="DPM-Solver++ steps (default 10)")
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--n", type=int, default=104, help="number of procedural scenarios (default 104: 13 per type)")
     suite.add_argument("--seed", type=int, default=0, help="suite seed (default 0)")
     suite.add_argument("--planners", default="diffusion,diffusion+guidance,idm,pdm,constant_velocity",
-                       help="comma-separated planners; 'diffusion+guidance' is the diffusion planner guided by --guidance")
+                       help=f"comma-separated planners of {', '.join(PLANNERS)}, diffusion+guidance (the diffusion planner guided by --guidance)")
     suite.add_argument("--guidance", default="collision,drivable",
                        help="guidance terms of diffusion+guidance (default collision,drivable: the targets' setting); also speed, comfort")
     suite.add_argument("--no-commonroad", action="store_true", help="skip the CommonRoad table")
@@ -49,6 +49,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="processes running scenarios side by side, one torch thread each (default 2; the scores do not depend on it)")
     suite.add_argument("--out", type=output_file, help="also write the JSON result to this file")
     add_record_flag(suite)
+
+    cross = add_command(group, "crosscheck", cmd_crosscheck,
+                        "check every episode's collisions and road compliance again with commonroad-drivability-checker")
+    cross.add_argument("--scenarios", type=existing_folder, required=True, help="folder of scenario files (.xml CommonRoad, .json)")
+    cross.add_argument("--split", choices=SPLITS, help="only the folder's files of this part of the shipped recorded-traffic split")
+    cross.add_argument("--planners", default="idm,pdm", help=f"comma-separated planners of {', '.join(p for p in PLANNERS if p != 'diffusion')} (default idm,pdm)")
+    cross.add_argument("--limit", type=int, help="only the first N files (default: all)")
+    cross.add_argument("--workers", type=int, default=2, help="processes checking files side by side (default 2; the result does not depend on it)")
+    cross.add_argument("--out", type=output_file, help="also write the JSON result (every episode's verdicts) to this file")
 
     video = add_command(group, "video", cmd_video, "render an episode to .mp4 or .gif")
     video.add_argument("episode", type=existing_file, help="episode .json written by 'planner run'")
@@ -138,6 +147,21 @@ def cmd_suite(args: argparse.Namespace) -> None:
         write_json(args.out, result)
     table = result.pop("table")
     output(args, result, table)
+
+
+def cmd_crosscheck(args: argparse.Namespace) -> None:
+    from engines.planner.crosscheck import CrosscheckParams, run_crosscheck, table
+
+    _configure()
+    params = CrosscheckParams(str(args.scenarios), args.split, tuple(p.strip() for p in args.planners.split(",") if p.strip()), args.limit, args.workers)
+    from engines.core import write_json
+
+    keep = None if args.out is None else (lambda so_far: write_json(args.out, so_far))  # a long run's files so far survive a stop
+    with cli_job(args, "crosscheck ") as (progress, cancel):
+        result = run_crosscheck(params, progress=progress, cancel=cancel, partial=keep)
+    if args.out:
+        write_json(args.out, result)
+    output(args, {k: v for k, v in result.items() if k != "rows"}, table(result))
 
 
 REPLAY_FPS_TARGET = 30.0

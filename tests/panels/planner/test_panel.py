@@ -298,3 +298,11 @@ def test_an_empty_folder_is_one_sentence(qtbot, panel_ctx, tmp_path: Path) -> No
     panel = make_panel(qtbot, panel_ctx)
     panel.open_folder(tmp_path)
     assert "holds no scenario files" in panel.message.text and panel.folder.folder is None
+
+
+def test_the_planner_choices_are_the_engines_names() -> None:
+    from engines.planner.params import GUIDED, PLANNERS
+    from panels.planner.panel import COMPARE, PLANNER_NAMES
+
+    assert PLANNER_NAMES is PLANNERS and "frenet" in PLANNERS
+    assert set(COMPARE) == {"none", GUIDED, *PLANNERS}
