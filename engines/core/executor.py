@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 POLL_S = 0.2  # how often a waiting batch looks at its cancel token
 RAY_OBJECT_STORE_BYTES = 128 * 1024 * 1024  # a local Ray's object store: results are small (rows, samples)
+# A local Ray shares this machine with the work it runs: on a busy machine its own node missed
+# Ray's default health checks and was declared dead. Two minutes of silence, here.
+PATIENT_HEALTH_CHECKS = {"health_check_period_ms": 5000, "health_check_timeout_ms": 20000, "health_check_failure_threshold": 24}
 
 _current_cancel: contextvars.ContextVar[CancelToken] = contextvars.ContextVar("executor_cancel", default=NEVER_CANCELLED)
 
@@ -302,6 +305,7 @@ def connect(address: str | None, workers: int = 1):
                 runtime_env={"env_vars": env},
                 logging_level=logging.WARNING,
                 log_to_driver=False,
+                _system_config=PATIENT_HEALTH_CHECKS,
             )
         else:
             ray.init(address=address, logging_level=logging.WARNING)
