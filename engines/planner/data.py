@@ -9,15 +9,14 @@ too close behind a leader) are the ones expert-driven data never shows."""
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, pool_worker_setup
+from engines.core.executor import ExecutorSpec, run_tasks
 
 from . import features as F
 from .features import FeatureBuilder, Inputs, future_in_ego_frame
@@ -209,14 +208,15 @@ def _episode_job(job: tuple[str, int, bool, Path | None, float]) -> Episode:
 
 def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: ProgressFn = no_progress,
                      cancel: CancelToken = NEVER_CANCELLED, workers: int = 1, student: Path | None = None,
-                     standing_gap: float = EXPERT_IDM.stopped_gap) -> dict:
+                     standing_gap: float = EXPERT_IDM.stopped_gap, executor: str = "local", ray_address: str | None = None) -> dict:
     """Write an .npz of expert-labelled samples; returns counts and the wall time.
 
     ``student``: a diffusion checkpoint that drives the episodes (DAgger) instead of the expert.
     ``standing_gap``: the expert's extra gap behind a standing leader (m; the benchmark's expert
     keeps 1.5), a lever on where its students stop.
-    Episodes are independent, so ``workers`` processes simulate them side by side; results are
-    gathered in plan order, so the file is the same for any number of workers.
+    Episodes are independent, so ``workers`` processes simulate them side by side, here or on Ray
+    (``executor``, ``ray_address``); results are gathered in plan order, so the file is the same for
+    any number of workers. An episode whose task fails is logged, left out and listed in "failed".
     """
     if episodes < 1:
         raise EngineError("the number of episodes must be at least 1")
@@ -228,28 +228,26 @@ def generate_dataset(path: Path, episodes: int, seed: int = 0, progress: Progres
         _student(student)  # a missing or foreign checkpoint fails before any episode runs
     driver = Path(student).name if student is not None else "expert"
     t0 = time.perf_counter()
+    spec = ExecutorSpec(executor, workers, ray_address)
+    spec.check()
     items: list[Inputs] = []
-    futures, valids = [], []
+    futures, valids, failed = [], [], []
     plan = [(kind, scene_seed, noisy, student, standing_gap) for kind, scene_seed, noisy in episode_list(episodes, seed)]
-    pool = None
-    if workers > 1 and len(plan) > 1:
-        pool = ProcessPoolExecutor(min(workers, len(plan)), mp_context=get_context("spawn"),
-                                   initializer=pool_worker_setup)
-    try:
-        results = pool.map(_episode_job, plan) if pool else map(_episode_job, plan)
-        for i, ((kind, *_), ep) in enumerate(zip(plan, results)):
-            cancel.raise_if_cancelled()
+    for i, result in enumerate(run_tasks(_episode_job, plan, spec, cancel, initializer=pool_worker_setup)):
+        cancel.raise_if_cancelled()
+        kind = result.item[0]
+        if result.ok:
+            ep = result.value
             items.extend(ep.inputs)
             futures.append(ep.future)
             valids.append(ep.valid)
-            progress((i + 1) / len(plan), f"episode {i + 1}/{len(plan)} ({kind}), {len(items)} samples")
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)  # on cancel: drop the episodes not started yet
+        else:
+            failed.append({"episode": i, "type": kind, "seed": result.item[1], "error": result.error})
+        progress((i + 1) / len(plan), f"episode {i + 1}/{len(plan)} ({kind}), {len(items)} samples")
     seconds = time.perf_counter() - t0
     extra = {"meta": np.array([episodes, seed, seconds]), "standing_gap": np.array(standing_gap)}
     if student is not None:
         extra["student"] = np.array(driver)
     save_samples(path, items, futures, valids, extra)
     return {"episodes": episodes, "samples": len(items), "seconds": round(seconds, 1), "path": str(path),
-            "driver": driver, "standing_gap": standing_gap}
+            "driver": driver, "standing_gap": standing_gap, "failed": failed}

@@ -35,6 +35,7 @@ def t_of_lambda(lmb: torch.Tensor) -> torch.Tensor:
 def diffusion_loss(
     denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x0: torch.Tensor, valid: torch.Tensor,
     ego_weights: torch.Tensor | None = None, ego_mask: torch.Tensor | None = None,
+    t: torch.Tensor | None = None, noise: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """MSE between predicted and true x0 on the future part, for the ego and valid neighbours.
 
@@ -42,13 +43,16 @@ def diffusion_loss(
     valid: (B, P, T+1) bool. ``ego_weights`` (T,) or per sample (B, T) weighs the ego's waypoints (None: equal).
     ``ego_mask`` (B, T+1): the ego waypoints that are labels (None: all). A recording that ends
     before 8 s has an ego plan whose tail is only extrapolated: the network sees it, as it sees
-    a whole plan at inference, but is not taught it.
+    a whole plan at inference, but is not taught it. ``t`` (B,) and ``noise`` (like x0): drawn
+    here when None (a training process given its share of a global batch's draws passes them).
     Returns (total, ego loss, neighbour loss).
     """
     b = x0.shape[0]
-    t = torch.rand(b, device=x0.device) * (1.0 - T_EPS) + T_EPS
+    if t is None:
+        t = torch.rand(b, device=x0.device) * (1.0 - T_EPS) + T_EPS
     a, s = alpha_sigma(t)
-    noise = torch.randn_like(x0)
+    if noise is None:
+        noise = torch.randn_like(x0)
     x_t = a[:, None, None, None] * x0 + s[:, None, None, None] * noise
     x_t[:, :, 0] = x0[:, :, 0]
     x_t = x_t * valid[..., None]

@@ -18,14 +18,13 @@ import re
 import time
 import zlib
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
 from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, no_progress, pool_worker_setup, resource_path
+from engines.core.executor import ExecutorSpec, run_tasks
 
 from . import features as F
 from .data import Episode
@@ -322,12 +321,14 @@ def _file_job(path: Path) -> FileSamples | str:
 
 
 def generate_recorded_dataset(path: Path, folder: Path, split: str | None = None, progress: ProgressFn = no_progress,
-                              cancel: CancelToken = NEVER_CANCELLED, workers: int = 1) -> dict:
+                              cancel: CancelToken = NEVER_CANCELLED, workers: int = 1, executor: str = "local",
+                              ray_address: str | None = None) -> dict:
     """Write an .npz of samples from every recorded vehicle of the CommonRoad files in ``folder``
     (only the files of ``split`` when given); returns counts, the files that gave nothing and why.
 
-    Files are independent, so ``workers`` processes read them side by side; results are gathered
-    in file order, so the data file is the same for any number of workers."""
+    Files are independent, so ``workers`` processes read them side by side, here or on Ray
+    (``executor``, ``ray_address``); results are gathered in file order, so the data file is the
+    same for any number of workers. A file whose task fails (a bug, a dead worker) is skipped with its error."""
     from .data import save_samples
 
     if workers < 1:
@@ -340,29 +341,26 @@ def generate_recorded_dataset(path: Path, folder: Path, split: str | None = None
     futures, valids, skipped = [], [], {}
     egos = expert_samples = 0
     unrecorded: list[str] = []  # files whose cars gave nothing (too short, parked, off the lane graph): only the expert's samples
-    pool = ProcessPoolExecutor(min(workers, len(files)), mp_context=get_context("spawn"), initializer=pool_worker_setup) if workers > 1 else None
-    try:
-        results = pool.map(_file_job, files) if pool else map(_file_job, files)
-        for i, (file, result) in enumerate(zip(files, results)):
-            cancel.raise_if_cancelled()
-            if isinstance(result, str):
-                skipped[file.name] = result
-                continue
-            parts = [(result.recorded.inputs, result.recorded.future, result.recorded.valid)]
-            parts += [(ep.inputs, ep.future, ep.valid) for ep in result.expert]
-            for inputs, future, valid in parts:
-                if inputs:
-                    items.extend(inputs)
-                    futures.append(future)
-                    valids.append(valid)
-            egos += result.recorded.egos
-            expert_samples += sum(len(ep.inputs) for ep in result.expert)
-            if not result.recorded.inputs:
-                unrecorded.append(file.name)
-            progress((i + 1) / len(files), f"{file.name}: {len(items)} samples, {egos} recorded vehicles")
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
+    spec = ExecutorSpec(executor, workers, ray_address)
+    spec.check()
+    for i, task in enumerate(run_tasks(_file_job, files, spec, cancel, initializer=pool_worker_setup)):
+        cancel.raise_if_cancelled()
+        file, result = task.item, task.value if task.ok else task.error
+        if isinstance(result, str):
+            skipped[file.name] = result
+            continue
+        parts = [(result.recorded.inputs, result.recorded.future, result.recorded.valid)]
+        parts += [(ep.inputs, ep.future, ep.valid) for ep in result.expert]
+        for inputs, future, valid in parts:
+            if inputs:
+                items.extend(inputs)
+                futures.append(future)
+                valids.append(valid)
+        egos += result.recorded.egos
+        expert_samples += sum(len(ep.inputs) for ep in result.expert)
+        if not result.recorded.inputs:
+            unrecorded.append(file.name)
+        progress((i + 1) / len(files), f"{file.name}: {len(items)} samples, {egos} recorded vehicles")
     seconds = time.perf_counter() - t0
     used = [f.name for f in files if f.name not in skipped]
     save_samples(path, items, futures, valids, {"meta": np.array([len(used), 0, seconds]), "recorded_files": np.array(used)})

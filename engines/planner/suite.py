@@ -2,7 +2,6 @@
 CommonRoad files, in one run, with the spec's targets as measured differences and ratios."""
 from __future__ import annotations
 
-import multiprocessing
 import statistics
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, no_progress, pool_worker_setup, resource_path
+from engines.core.executor import ExecutorSpec, TaskResult, run_tasks
 from engines.core.intervals import Interval, mean_interval
 
 from .procedural import TYPES, generate, suite_scenarios
@@ -43,6 +43,8 @@ class SuiteParams:
     checkpoint: str | None = None
     reactive: bool = True
     workers: int = 1  # processes running scenarios side by side (one torch thread each)
+    executor: str = "local"  # where they run: local processes or Ray (engines.core.executor)
+    ray_address: str | None = None  # a Ray cluster ("auto" or HOST:PORT); None starts a Ray here
     guidance: str = GUIDED_TERMS  # the terms diffusion+guidance uses (the targets are measured with GUIDED_TERMS)
     scenarios: str | None = None  # a folder of scenario files (.xml, .json): benchmark those instead
     split: str | None = None  # only the folder's files of this part of the recorded-traffic split
@@ -63,6 +65,7 @@ def run_suite(params: SuiteParams, progress: ProgressFn = no_progress, cancel: C
         raise EngineError("--n must be at least 1")
     if params.workers < 1:
         raise EngineError("--workers must be at least 1")
+    ExecutorSpec(params.executor, params.workers, params.ray_address).check()
     if params.latency_replans < 0:
         raise EngineError("--latency-replans must be 0 (no latency figure) or more")
     known = {*PLANNERS, GUIDED}
@@ -118,26 +121,19 @@ def _modes(group: str, reactive: bool) -> tuple[bool, ...]:
 
 def _case_results(cases: list[Case], params: SuiteParams, model, cancel: CancelToken) -> Iterator[list[dict[str, Any]]]:
     """Each case's rows, in case order. Episodes are independent and every planner seeds its own
-    sampler, so ``workers`` one-thread processes give the rows one process gives."""
-    if params.workers <= 1 or len(cases) <= 1:
-        for case in cases:
-            yield _case_rows(case, params, model, cancel)
-        return
-    pool = multiprocessing.get_context("spawn").Pool(min(params.workers, len(cases)), initializer=pool_worker_setup)
-    try:
-        results = pool.imap(partial(_worker_case_rows, params=params), cases)
-        for _ in cases:
-            while True:  # wait in short slices so that a cancel is seen within a fraction of a second
-                cancel.raise_if_cancelled()
-                try:
-                    case_rows = results.next(timeout=0.2)
-                    break
-                except multiprocessing.TimeoutError:
-                    continue
-            yield case_rows
-        pool.close()
-    finally:
-        pool.terminate()  # on cancel or error: stop the episodes under way instead of waiting for them
+    sampler, so ``workers`` one-thread processes, here or on Ray, give the rows one process gives.
+    A case whose task fails (a bug, a dead worker) becomes one error row."""
+    spec = ExecutorSpec(params.executor, params.workers, params.ray_address)
+    inline = partial(_case_rows, params=params, model=model, cancel=cancel)  # one worker: this process, its model
+    for result in run_tasks(partial(_worker_case_rows, params=params), cases, spec, cancel, inline=inline, initializer=pool_worker_setup):
+        yield result.value if result.ok else [_failed_case_row(result)]
+
+
+def _failed_case_row(result: TaskResult) -> dict[str, Any]:
+    group, kind, seed = result.item
+    label = kind if group == "procedural" else Path(kind).stem
+    return {"group": group, "type": label, "seed": seed, "scenario": label, "reactive": None, "planner": None,
+            "error": result.error, "crash": result.crash}
 
 
 @lru_cache(maxsize=1)

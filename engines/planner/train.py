@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
+from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
+from engines.core.distributed import Group, setup
 
-from .diffusion import diffusion_loss
+from .diffusion import T_EPS, diffusion_loss
 from .features import EGO_DIM, FUTURE_DT
 from .model import DiffusionPlannerNet, ModelConfig, count_parameters
 from .planners.diffusion_planner import load_model
@@ -40,6 +41,7 @@ class TrainParams:
     noise_draws: int = 1  # noise levels drawn per scene and step: the encoder runs once for all of them (see repeat_scenes)
     init: Path | None = None  # a checkpoint a new run starts from (fine-tuning); its normalisation stays, its weights were trained in those units
     max_steps: int | None = None  # for tests
+    log_every: int = 50  # steps per loss record (history, progress)
 
     def check(self) -> None:
         """Impossible settings fail here, before any data is generated or loaded."""
@@ -191,11 +193,18 @@ def batch_targets(model: DiffusionPlannerNet, data: dict[str, torch.Tensor],
 
 def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
           cancel: CancelToken = NEVER_CANCELLED, model_config: ModelConfig = ModelConfig()) -> dict:
-    """Train for ``params.minutes`` more minutes (resuming from ``out``); returns a summary."""
+    """Train for ``params.minutes`` more minutes (resuming from ``out``); returns a summary.
+
+    Launched by torchrun as several processes, each takes its share of every global batch of
+    ``params.batch`` (see ``engines.core.distributed``); rank 0 writes the checkpoint."""
     params.check()
+    group = setup()
+    group.share(params.batch)  # a batch that does not split over the processes fails before any data is read
+    if not group.main:
+        progress = no_progress
     state = resume_state(out)
     start = check_init(out, params.init, state)
-    seed_everything(params.seed)
+    seed_everything(params.seed)  # the same on every process: together they draw what one process draws
     data = load_dataset(data_paths)
     n = len(data["future"])
     if n < params.batch:
@@ -235,17 +244,21 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
     last_save = t_start
     running = []
     model.train()
+    loss_of = group.wrap(_Loss(model))
 
     draws = params.noise_draws
     while True:
-        elapsed = time.perf_counter() - t_start
+        # every process takes the slowest clock and any cancel, so that all stop at the same step
+        elapsed, cancelled = group.agree_max([time.perf_counter() - t_start, float(cancel.cancelled())])
         if elapsed >= budget or (params.max_steps is not None and step >= params.max_steps):
             break
-        cancel.raise_if_cancelled()
+        if cancelled:
+            raise Cancelled("cancelled by the user")
         if weights is None:
             idx = torch.randint(0, n, (params.batch,), generator=gen)
         else:
             idx = torch.multinomial(weights, params.batch, replacement=True, generator=gen)
+        idx = idx[group.share(params.batch)]
         x, x0, valid, ego_mask = batch_targets(model, data, idx)
         x0, valid, ego_mask, per_sample = repeat_scenes(draws, x0, valid, ego_mask, None if travel is None else travel[idx])
         loss_weights = early if per_sample is None else per_sample
@@ -254,7 +267,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
         lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        loss, ego_loss, nb_loss = diffusion_loss(scene_denoiser(model, x, valid[:, :, 0], draws), x0, valid, loss_weights, ego_mask)
+        loss, ego_loss, nb_loss = loss_of(x, x0, valid, loss_weights, ego_mask, draws, *_global_draws(x0, group))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -264,20 +277,44 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
                 pe.mul_(params.ema).add_(pm.detach(), alpha=1 - params.ema)
         step += 1
         running.append((float(ego_loss.detach()), float(nb_loss.detach())))
-        if step % 50 == 0:
-            e, nb = np.mean(running, axis=0)
+        if step % params.log_every == 0:
+            e, nb = group.mean([float(v) for v in np.mean(running, axis=0)])
             history.append({"step": step, "seconds": round(seconds + elapsed, 1), "ego_loss": float(e), "neighbor_loss": float(nb)})
             running = []
             progress(min(elapsed / budget, 0.999), f"step {step}: ego loss {e:.4f}, neighbours {nb:.4f}")
-        if time.perf_counter() - last_save > params.save_every_s:
+        if group.main and time.perf_counter() - last_save > params.save_every_s:
             _save(out, model, ema, opt, step, seconds + time.perf_counter() - t_start, history, data_paths, n, params)
             last_save = time.perf_counter()
     total = seconds + time.perf_counter() - t_start
-    _save(out, model, ema, opt, step, total, history, data_paths, n, params)
+    if group.main:
+        _save(out, model, ema, opt, step, total, history, data_paths, n, params)
     progress(1.0, f"{step} steps")
     last = history[-1] if history else {}
     return {"out": str(out), "steps": step, "train_seconds": round(total, 1), "samples": n,
             "parameters": count_parameters(model), "ego_loss": last.get("ego_loss"), "neighbor_loss": last.get("neighbor_loss")}
+
+
+class _Loss(torch.nn.Module):
+    """The training loss as one module call, the form DistributedDataParallel wraps."""
+
+    def __init__(self, model: DiffusionPlannerNet) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, x0, valid, weights, ego_mask, draws: int, t=None, noise=None):
+        return diffusion_loss(scene_denoiser(self.model, x, valid[:, :, 0], draws), x0, valid, weights, ego_mask, t, noise)
+
+
+def _global_draws(x0: torch.Tensor, group: Group) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Diffusion times and noise for the whole global batch, drawn as one process draws them
+    (every process seeds alike), then this process's rows; alone: None, None (drawn in the loss)."""
+    if group.world == 1:
+        return None, None
+    rows = len(x0) * group.world
+    t = torch.rand(rows, device=x0.device) * (1.0 - T_EPS) + T_EPS
+    noise = torch.randn(rows, *x0.shape[1:], dtype=x0.dtype, device=x0.device)
+    mine = slice(group.rank * len(x0), (group.rank + 1) * len(x0))
+    return t[mine], noise[mine]
 
 
 def check_init(out: Path, init: Path | None, state: dict | None) -> DiffusionPlannerNet | None:

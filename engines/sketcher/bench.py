@@ -12,10 +12,12 @@ from __future__ import annotations
 import random
 import statistics
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, check_seed, no_progress, scaled
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, check_seed, no_progress, pool_worker_setup
+from engines.core.executor import ExecutorSpec, current_cancel, run_tasks
 from engines.core.intervals import Interval, proportion_interval
 
 from .edits import random_program
@@ -84,7 +86,7 @@ def _row(results: list[SearchResult], budget: int) -> dict:
         "solve_rate_paper_metric": round(sum(r.mean_iou > SOLVED_IOU for r in results) / max(len(results), 1), 4),
         "mean_iou": round(float(np.mean([r.iou for r in results])), 4),
         "mean_paper_iou": round(float(np.mean([r.mean_iou for r in results])), 4),
-        "median_seconds": round(statistics.median(r.seconds for r in results), 3),
+        "median_seconds": round(statistics.median(r.seconds for r in results), 3) if results else None,
         "median_renders_when_solved": statistics.median(r.renders for r in solved) if solved else None,
         "renders_at_solve": [r.renders if r.iou >= SOLVED_IOU else None for r in results],
     }
@@ -97,28 +99,44 @@ def curve(renders_at_solve: list[int | None], budget: int, points: int = 20) -> 
     return [(m, round(sum(1 for r in renders_at_solve if r is not None and r <= m) / n, 4)) for m in marks]
 
 
-def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED) -> dict:
+def _search(task: tuple[int, str, int, Tokens], checkpoint: str, search: SearchParams) -> SearchResult:
+    """One target's search by one proposer: an independent task (its seed is the target's index)."""
     from .api import make_proposer
 
+    _, method, i, program = task
+    proposer = make_proposer(method, seed=i, checkpoint=checkpoint or None)
+    return solve(render(program), proposer, replace(search, seed=i), no_progress, current_cancel())
+
+
+def run_bench(
+    params: BenchParams, progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED, executor: ExecutorSpec = ExecutorSpec()
+) -> dict:
+    """Every target searched by both proposers; the searches are independent tasks, run where
+    ``executor`` says (the results do not depend on it: each search is bounded by renders, not time).
+    A search whose task fails is logged and counted in "failures"."""
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
     search = params.search("filled")
     total = len(counts) * params.targets * 2 + params.sketch_targets * 2
-    done = 0
+    targets = {n: bench_targets(n, params.targets, params.seed) for n in counts}
+    tasks = [(n, method, i, program) for n in counts for method in METHODS for i, program in enumerate(targets[n])]
+    found: dict[tuple[int, str], list[SearchResult]] = {}
+    failures = 0
+    work = partial(_search, checkpoint=params.checkpoint, search=search)
+    for done, task in enumerate(run_tasks(work, tasks, executor, cancel, initializer=pool_worker_setup), start=1):
+        n, method, i, _ = task.item
+        if task.ok:
+            found.setdefault((n, method), []).append(task.value)
+        else:
+            failures += 1
+        progress(done / total, f"{n} primitives, {method}: {i + 1}/{params.targets}")
+    done = len(tasks)
     per_count: dict[str, dict] = {}
     all_results: dict[str, list[SearchResult]] = {m: [] for m in METHODS}
     for n in counts:
-        targets = bench_targets(n, params.targets, params.seed)
         per_count[str(n)] = {}
         for method in METHODS:
-            results = []
-            for i, program in enumerate(targets):
-                cancel.raise_if_cancelled()
-                proposer = make_proposer(method, seed=i, checkpoint=params.checkpoint or None)
-                sub = scaled(progress, done / total, (done + 1) / total)
-                results.append(solve(render(program), proposer, replace(search, seed=i), sub, cancel))
-                done += 1
-                progress(done / total, f"{n} primitives, {method}: {i + 1}/{len(targets)}")
+            results = found.get((n, method), [])
             per_count[str(n)][method] = _row(results, params.budget)
             all_results[method].extend(results)
         m, b = per_count[str(n)]["model"]["solve_rate"], per_count[str(n)]["random"]["solve_rate"]
@@ -132,6 +150,7 @@ def run_bench(params: BenchParams, progress: ProgressFn = no_progress, cancel: C
         "per_primitives": per_count,
         "overall": overall,
         "curves": curves,
+        "failures": failures,
     }
     if params.sketch_targets:
         result["sketch"] = _sketch_bench(params, progress, cancel, done, total)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, json_loads, no_progress, scaled
+from engines.core import NEVER_CANCELLED, CancelToken, EngineError, ProgressFn, json_loads, no_progress, pool_worker_setup, scaled
+from engines.core.executor import ExecutorSpec, current_cancel, run_tasks
 
 from .params import METHOD_TITLES, CompareParams
 from .train import TrainResult, summarise, train
@@ -57,6 +59,7 @@ class CompareResult:
     goals: dict[str, Goal]
     seconds: float
     table: str
+    failures: tuple[str, ...] = ()  # the runs whose task failed (a bug, a dead worker): left out of the means
 
 
 def run_file_name(method: str, seed: int) -> str:
@@ -69,28 +72,44 @@ def compare(
     out_dir: Path | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
+    executor: ExecutorSpec = ExecutorSpec(),
 ) -> CompareResult:
+    """Every (method, seed) run, as independent tasks where ``executor`` says (one worker: here,
+    with each run's progress; elsewhere, ``out_dir`` must be a folder every worker can write)."""
     t0 = time.perf_counter()
     seeds = range(params.first_seed, params.first_seed + params.seeds)
-    jobs = [(method, seed) for seed in seeds for method in params.methods]
+    jobs = [(i, method, seed) for i, (method, seed) in enumerate((m, s) for s in seeds for m in params.methods)]
     runs: list[TrainResult] = []
-    for i, (method, seed) in enumerate(jobs):
-        cancel.raise_if_cancelled()
-        run_params = params.run_params(method, seed)
-        sub = scaled(progress, i / len(jobs), (i + 1) / len(jobs))
-        out = Path(out_dir) / run_file_name(method, seed) if out_dir is not None else None
-        done = _finished(out, run_params) if out is not None else None
-        if done is not None:
-            runs.append(done)
-            sub(1.0, f"{method} seed {seed}: reused {out.name}")
-            continue
-        tag = f"[{i + 1}/{len(jobs)}] "
-        runs.append(train(run_params, out=out, progress=lambda f, t: sub(f, tag + t), cancel=cancel))
-    summaries = tuple(_summarise_method(m, [r for r in runs if r.method == m]) for m in params.methods)
+    failures: list[str] = []
+    inline = partial(_run, params=params, out_dir=out_dir, progress=progress, count=len(jobs))
+    for k, task in enumerate(
+        run_tasks(partial(_run, params=params, out_dir=out_dir), jobs, executor, cancel, inline=inline, initializer=pool_worker_setup), start=1
+    ):
+        _, method, seed = task.item
+        if task.ok:
+            runs.append(task.value)
+        else:
+            failures.append(f"{method} seed {seed}: {task.error}")
+        progress(k / len(jobs), f"{method} seed {seed} done")
+    summaries = tuple(_summarise_method(m, [r for r in runs if r.method == m]) for m in params.methods if any(r.method == m for r in runs))
     goals = evaluate_goals(summaries)
     seconds = time.perf_counter() - t0
-    result = CompareResult(params, tuple(runs), summaries, goals, seconds, "")
-    return CompareResult(params, tuple(runs), summaries, goals, seconds, format_table(result))
+    result = CompareResult(params, tuple(runs), summaries, goals, seconds, "", tuple(failures))
+    return CompareResult(params, tuple(runs), summaries, goals, seconds, format_table(result), tuple(failures))
+
+
+def _run(job: tuple[int, str, int], params: CompareParams, out_dir: Path | None, progress: ProgressFn = no_progress, count: int = 1) -> TrainResult:
+    """One (method, seed) run: reused from ``out_dir`` when finished there, else trained (resuming its checkpoint)."""
+    i, method, seed = job
+    run_params = params.run_params(method, seed)
+    sub = scaled(progress, i / count, (i + 1) / count)
+    out = Path(out_dir) / run_file_name(method, seed) if out_dir is not None else None
+    done = _finished(out, run_params) if out is not None else None
+    if done is not None:
+        sub(1.0, f"{method} seed {seed}: reused {out.name}")
+        return done
+    tag = f"[{i + 1}/{count}] "
+    return train(run_params, out=out, progress=lambda f, t: sub(f, tag + t), cancel=current_cancel())
 
 
 def _finished(out: Path, params) -> TrainResult | None:
@@ -187,6 +206,7 @@ def format_table(result: CompareResult) -> str:
         lines.append("")
         for goal in result.goals.values():
             lines.append(f"{'met' if goal.met else 'NOT met':8} {goal.target}: {goal.measured}")
+    lines += [f"FAILED {failure}" for failure in result.failures]
     lines.append(f"total {result.seconds:.0f} s; methods: " + "; ".join(f"{m} = {METHOD_TITLES[m]}" for m in p.methods))
     return "\n".join(lines)
 

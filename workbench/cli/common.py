@@ -34,6 +34,29 @@ def add_command(
     return parser
 
 
+def add_executor(parser: argparse.ArgumentParser) -> None:
+    """--executor and --ray-address: where a batch command's independent tasks run (with --workers)."""
+    from engines.core.executor import EXECUTORS
+
+    parser.add_argument(
+        "--executor", choices=EXECUTORS, default="local", help="run the tasks in local processes (default) or on Ray; the results do not depend on it"
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="auto|HOST:PORT",
+        help="with --executor ray: the Ray cluster to join ('auto': the one this machine belongs to); default: start a Ray here",
+    )
+
+
+def executor_spec(args: argparse.Namespace, workers: int):
+    """The ExecutorSpec the flags of ``add_executor`` name."""
+    from engines.core.executor import ExecutorSpec
+
+    spec = ExecutorSpec(args.executor, workers, args.ray_address)
+    spec.check()
+    return spec
+
+
 def add_group(sub: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
     """A command group such as `workbench attention ...`; running it bare prints its help."""
     parser = sub.add_parser(name, help=help, description=help)

@@ -7,7 +7,7 @@ from pathlib import Path
 from engines.core import EngineError
 from engines.planner.params import PLANNERS, SPLITS
 
-from .common import add_command, add_group, add_record_flag, cli_job, existing_file, existing_folder, output, output_file
+from .common import add_command, add_executor, add_group, add_record_flag, cli_job, executor_spec, existing_file, existing_folder, output, output_file
 
 
 SHIPPED_EPISODES = 960  # expert episodes the shipped checkpoint was trained on (data and train defaults)
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     suite.add_argument("--checkpoint", type=Path, help="diffusion checkpoint (default: the shipped one)")
     suite.add_argument("--workers", type=int, default=2,
                        help="processes running scenarios side by side, one torch thread each (default 2; the scores do not depend on it)")
+    add_executor(suite)
     suite.add_argument("--out", type=output_file, help="also write the JSON result to this file")
     add_record_flag(suite)
 
@@ -79,6 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     data.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     data.add_argument("--out", type=output_file, required=True, help="output .npz")
     data.add_argument("--workers", type=int, default=2, help="processes simulating episodes side by side (default 2; the file does not depend on it)")
+    add_executor(data)
     data.add_argument("--student", type=existing_file,
                       help="diffusion checkpoint that drives instead of the expert, which labels every state it visits (DAgger)")
     data.add_argument("--standing-gap", type=float,
@@ -91,6 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="training data .npz files, used together (one missing file is generated first from the expert)")
     train.add_argument("--episodes", type=int, default=SHIPPED_EPISODES, help=f"episodes to generate when --data is missing (default {SHIPPED_EPISODES})")
     train.add_argument("--workers", type=int, default=2, help="processes generating missing data (default 2)")
+    add_executor(train)
     train.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     train.add_argument("--batch", type=int, default=128, help="batch size (default 128)")
     train.add_argument("--slow-weight", type=float, default=1.0, help="weigh a waypoint's loss up to this many times when the expert's plan travels little to reach it (default 1: off)")
@@ -135,6 +138,7 @@ def cmd_suite(args: argparse.Namespace) -> None:
     _configure()
     params = SuiteParams(n=args.n, seed=args.seed, planners=tuple(p.strip() for p in args.planners.split(",") if p.strip()),
                          commonroad=not args.no_commonroad, latency_replans=args.latency_replans, workers=args.workers,
+                         executor=args.executor, ray_address=args.ray_address,
                          checkpoint=str(args.checkpoint) if args.checkpoint else None, guidance=args.guidance,
                          scenarios=None if args.scenarios is None else str(args.scenarios), split=args.split)
     if args.split is not None and args.scenarios is None:
@@ -209,6 +213,11 @@ def cmd_video(args: argparse.Namespace) -> None:
     output(args, info, f"wrote {args.out} ({info['frames']} frames)")
 
 
+def _executor(args: argparse.Namespace) -> dict:
+    spec = executor_spec(args, args.workers)
+    return {"workers": spec.workers, "executor": spec.kind, "ray_address": spec.address}
+
+
 def cmd_data(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
 
@@ -216,19 +225,20 @@ def cmd_data(args: argparse.Namespace) -> None:
         from engines.planner.recorded import generate_recorded_dataset
 
         with cli_job(args, "data ") as (progress, cancel):
-            info = generate_recorded_dataset(args.out, args.from_logs, args.split, progress, cancel, workers=args.workers)
+            info = generate_recorded_dataset(args.out, args.from_logs, args.split, progress, cancel, **_executor(args))
         skipped = f"; {len(info['skipped'])} files gave none (see --json)" if info["skipped"] else ""
         output(args, info, f"wrote {info['samples']} samples of {info['vehicles']} recorded vehicles from {info['files']} files to {args.out} in {info['seconds']} s{skipped}")
         return
     if args.split is not None:
         raise EngineError("--split goes with --from-logs")
     with cli_job(args, "data ") as (progress, cancel):
-        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, workers=args.workers, student=args.student,
+        info = generate_dataset(args.out, args.episodes, args.seed, progress, cancel, **_executor(args), student=args.student,
                                 **({} if args.standing_gap is None else {"standing_gap": args.standing_gap}))
     output(args, info, f"wrote {info['samples']} samples from {info['episodes']} episodes ({info['driver']} driving) to {args.out} in {info['seconds']} s")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from engines.core.distributed import finish, launched, rank
     from engines.planner.data import generate_dataset
     from engines.planner.train import TrainParams, check_init, export_inference, resume_state, train
 
@@ -240,10 +250,17 @@ def cmd_train(args: argparse.Namespace) -> None:
         check_init(args.out, args.init, resume_state(args.out))  # an unusable or clashing checkpoint fails before any data is generated
         data_info = None
         if len(args.data) == 1 and not args.data[0].exists():
-            data_info = generate_dataset(args.data[0], args.episodes, args.seed, progress, cancel, workers=args.workers)
-        info = train(args.data, args.out, params, progress, cancel)
-        if args.export:
+            if launched():
+                raise EngineError(f"no training data at {args.data[0]}: generate it first with 'workbench planner data' (a torchrun run only reads it)")
+            data_info = generate_dataset(args.data[0], args.episodes, args.seed, progress, cancel, **_executor(args))
+        try:
+            info = train(args.data, args.out, params, progress, cancel)
+        finally:
+            finish()
+        if args.export and rank() == 0:
             info["export"] = export_inference(args.out, args.export)
+    if rank() != 0:
+        return  # under torchrun: rank 0 reports for all
     if data_info:
         info["data"] = data_info
     output(args, info, f"{info['steps']} steps, {info['train_seconds']} s of training in all; ego loss {info['ego_loss']}")

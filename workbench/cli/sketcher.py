@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file, seed
+from .common import add_command, add_executor, add_group, add_record_flag, cli_job, executor_spec, existing_file, output, output_file, seed
 
 if TYPE_CHECKING:
     from engines.sketcher.data import DataConfig
@@ -68,6 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--save", type=Path, help="also write the full result JSON here")
     bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
     add_record_flag(bench)
+    bench.add_argument(
+        "--workers", type=int, default=1, help="searches run side by side, one torch thread each (default 1; the results do not depend on it)"
+    )
+    add_executor(bench)
 
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
     render.add_argument("--program", required=True, help='CSG2D text, e.g. "(- (Circle 6 8 8) (Quad 8 8 2 2 H))"')
@@ -202,7 +206,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
         residual=args.residual,
     )
     with cli_job(args, "bench ") as (progress, cancel):
-        result = run_bench(params, progress, cancel)
+        result = run_bench(params, progress, cancel, executor_spec(args, args.workers))
     if args.save:
         write_json(args.save, result)
     if args.curves:

@@ -9,7 +9,7 @@ from typing import Any
 from engines.core import EngineError, to_jsonable
 from engines.topomap.params import DATASETS, LR_SCHEDULES, METHODS, CompareParams, TrainParams, parse_widths
 
-from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file, output_folder
+from .common import add_command, add_executor, add_group, add_record_flag, cli_job, executor_spec, existing_file, output, output_file, output_folder
 
 SHIPPED_RUN = "cbsom.topomap.pt"
 
@@ -74,6 +74,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     comp.add_argument("--out", type=output_folder, default=None, help="folder to keep every run file in (a rerun reuses and resumes them)")
     comp.add_argument("--save", type=output_file, default=None, help="also write the result JSON here (for the panel's scatter plot)")
     add_record_flag(comp)
+    comp.add_argument(
+        "--workers", type=int, default=1, help="runs trained side by side, one torch thread each (default 1: one run at a time, all threads)"
+    )
+    add_executor(comp)
     _schedule_flags(comp)
 
     maps = add_command(group, "maps", cmd_maps, "write a run's maps: PNG images, maps.npz, units.csv and weights.npz")
@@ -113,7 +117,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise EngineError(f"--out {args.out} is a file; give a folder for the run files")
     with cli_job(args, "bench ") as (progress, cancel):
-        result = compare(params, out_dir=args.out, progress=progress, cancel=cancel)
+        result = compare(params, out_dir=args.out, progress=progress, cancel=cancel, executor=executor_spec(args, args.workers))
     data = to_jsonable(result)
     data["format"] = "workbench-topomap-compare"
     if args.save is not None:

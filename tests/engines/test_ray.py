@@ -1,0 +1,49 @@
+"""Batch work on Ray gives what local processes give: one small planner suite both ways, a raising
+task counted while the rest completes, a killed worker's task retried once, then counted.
+One Ray for the module (starting it takes seconds)."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from engines.core.executor import ExecutorSpec, connect, failure_count, run_tasks
+
+from .core.executor_tasks import die, square_or_raise
+
+ray = pytest.importorskip("ray")
+TIMING = ("episode_s", "replan_ms")  # wall-clock fields: the only ones that may differ between runs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    connect(None, workers=2)  # what --executor ray without --ray-address does
+    yield
+    ray.shutdown()
+
+
+def test_suite_rows_are_the_same_on_ray_and_locally() -> None:
+    from engines.planner.suite import SuiteParams, run_suite
+
+    small = SuiteParams(n=2, planners=("idm", "constant_velocity"), commonroad=False, latency_replans=0)
+    local = run_suite(small)  # one local worker: this process
+    remote = run_suite(SuiteParams(**{**small.__dict__, "executor": "ray", "workers": 2}))
+    assert len(local["rows"]) == 4 and not local["failures"]
+    strip = [[{k: v for k, v in row.items() if k not in TIMING} for row in result["rows"]] for result in (local, remote)]
+    assert strip[0] == strip[1]
+    assert remote["procedural"]["idm"]["cls"] == local["procedural"]["idm"]["cls"]
+
+
+def test_a_raising_task_is_counted_and_the_rest_completes() -> None:
+    results = list(run_tasks(square_or_raise, list(range(6)), ExecutorSpec("ray", 2)))
+    assert [r.value for r in results if r.ok] == [0, 1, 4, 25]
+    assert failure_count(results) == 2
+    assert results[3].error == "ValueError: three is refused" and "square_or_raise" in results[3].traceback
+
+
+def test_a_killed_worker_is_retried_once_then_counted(tmp_path: Path) -> None:
+    results = list(run_tasks(partial(die, str(tmp_path)), [0, 1, 2, 3], ExecutorSpec("ray", 2)))
+    assert [r.value for r in results] == [0, None, 20, 30]  # item 2 died once and went again
+    assert results[1].died and failure_count(results) == 1
