@@ -18,6 +18,8 @@ import numpy as np
 
 from engines.core import EngineError, atomic_path, atomic_write
 from engines.core.imports import open3d
+from engines.core.budget import check_npz
+from engines.core.capture import quiet_reader
 
 SUFFIXES: tuple[str, ...] = (".ply", ".pcd", ".xyz", ".pts", ".npz")
 MAX_POINTS = 20_000_000
@@ -65,6 +67,7 @@ class PointCloud:
         return self.points.astype(np.float64) + np.asarray(self.origin)
 
 
+@quiet_reader
 def read_cloud(path: str | os.PathLike[str], *, max_points: int = MAX_POINTS, max_bytes: int = MAX_BYTES) -> PointCloud:
     """Read any supported file; raise `EngineError` with one sentence for anything wrong with it."""
     path = Path(path)
@@ -108,9 +111,9 @@ def _finite(cloud: PointCloud, name: str) -> PointCloud:
     if len(cloud.points) == 0:
         raise EngineError(f"{name} contains no points")
     ok = np.isfinite(cloud.points).all(axis=1)
-    for name in ("score", "part_score"):
-        if getattr(cloud, name) is not None:
-            cloud = replace(cloud, **{name: np.nan_to_num(getattr(cloud, name), nan=0.0)})
+    for field in ("score", "part_score"):  # not `name`: that is the file's, for the messages below
+        if getattr(cloud, field) is not None:
+            cloud = replace(cloud, **{field: np.nan_to_num(getattr(cloud, field), nan=0.0)})
     if ok.all():
         return cloud
     if not ok.any():
@@ -270,7 +273,7 @@ def _rows(path: Path, skip: int, widths: range | set[int], max_rows: int) -> np.
     naming the first row that is not."""
     try:
         rows = np.loadtxt(path, dtype=np.float64, skiprows=skip, max_rows=max_rows, ndmin=2, encoding="latin-1")
-    except ValueError:
+    except (ValueError, MemoryError):  # MemoryError: loadtxt sizes max_rows x columns up front, and a row may hold millions
         rows = None
     if rows is not None and (len(rows) == 0 or rows.shape[1] in widths):
         return rows
@@ -381,6 +384,7 @@ def _read_npz(path: Path, max_points: int) -> PointCloud:
             magic = fh.read(6)
         if magic == b"\x93NUMPY":
             raise EngineError(f"{path.name} is a single NumPy array (.npy), not an .npz archive: save it with np.savez(path, points=array)")
+        check_npz(path)  # headers may promise more memory than there is
         with np.load(path, allow_pickle=False) as data:
             key = next((k for k in ("points", "xyz", "positions", "coords") if k in data.files), None)
             if key is None:

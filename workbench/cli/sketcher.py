@@ -65,8 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
     bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
-    bench.add_argument("--save", type=Path, help="also write the full result JSON here")
-    bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
+    bench.add_argument("--save", type=output_file, help="also write the full result JSON here")
+    bench.add_argument("--curves", type=output_file, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
 
     render = add_command(group, "render", cmd_render, "render a program to a PNG (or an SVG when --out ends in .svg)")
     render.add_argument("--program", required=True, help='CSG2D text, e.g. "(- (Circle 6 8 8) (Quad 8 8 2 2 H))"')
