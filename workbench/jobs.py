@@ -23,6 +23,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from engines.core import Cancelled, CancelToken, EngineError, configure_threads
+from engines.core.imports import serialise_imports
 
 log = logging.getLogger("workbench.jobs")
 
@@ -53,6 +54,7 @@ class JobManager(QObject):
 
     def __init__(self, parent: QObject | None = None, cpu_workers: int = 3, threads: int | None = None) -> None:
         super().__init__(parent)
+        serialise_imports()  # panels' jobs start together when a session opens: one first import at a time
         self.threads = threads  # torch's threads for every job; None: WORKBENCH_THREADS, else all cores but one
         self._cpu = concurrent.futures.ThreadPoolExecutor(max_workers=cpu_workers, thread_name_prefix="wb-cpu")
         self._gpu = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-gpu")

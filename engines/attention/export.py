@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from engines.core import EngineError, json_loads, write_bytes, write_text
+from engines.core.budget import check_npy
 
 from .dense import density_image, from_dense, to_dense
 from .representation import FlashMask, make_mask
@@ -106,6 +107,7 @@ def _load_npy(path: Path) -> np.ndarray:
     with open(path, "rb") as fh:
         if fh.read(6) != b"\x93NUMPY":
             raise EngineError(f"{path.name} is not a NumPy .npy array file (it is corrupt or holds something else)")
+    check_npy(path)  # the header may promise more memory than there is
     return np.load(path, allow_pickle=False)
 
 

@@ -42,6 +42,19 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) - 1)
 
 
+def max_threads() -> int:
+    """The most threads a setting may ask for: OpenMP starts every one of them, and an absurd count
+    (10^9) crashed the process outright; 4 per core leaves room to oversubscribe on purpose."""
+    return max(64, 4 * (os.cpu_count() or 1))
+
+
+def check_threads(n: int, source: str = "the thread count") -> int:
+    """``n`` when it is a usable thread count; one sentence naming ``source`` and the limit otherwise."""
+    if not 1 <= n <= max_threads():
+        raise EngineError(f"{source} must be a whole number from 1 to {max_threads()} (got {n})")
+    return n
+
+
 def env_threads() -> int | None:
     """The thread count WORKBENCH_THREADS asks for, None when unset; a typo there is the user's
     to fix, so it is one clear EngineError rather than a ValueError deep in the first torch job."""
@@ -54,18 +67,20 @@ def env_threads() -> int | None:
         n = 0
     if n < 1:
         raise EngineError(f"WORKBENCH_THREADS must be a whole number of at least 1 (got {value!r})")
-    return n
+    return check_threads(n, "WORKBENCH_THREADS")
 
 
 def configure_threads(threads: int | None = None) -> int:
     """Set torch's intra-op threads once, before any torch work; later calls only report."""
     global _threads_applied
+    if threads:
+        check_threads(threads, "--threads")
     import torch
 
     with _lock:
         if not _threads_applied:
             n = threads or env_threads() or default_threads()
-            torch.set_num_threads(max(1, n))
+            torch.set_num_threads(min(n, max_threads()))
             _threads_applied = True
         return torch.get_num_threads()
 

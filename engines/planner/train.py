@@ -16,12 +16,14 @@ import numpy as np
 import torch
 
 from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
+from engines.core.budget import check_npz
+from engines.core.checkpoint import read_checkpoint
 from engines.core.distributed import Group, setup
 
 from .diffusion import T_EPS, diffusion_loss
 from .features import EGO_DIM, FUTURE_DT
 from .model import DiffusionPlannerNet, ModelConfig, count_parameters
-from .planners.diffusion_planner import load_model
+from .planners.diffusion_planner import FORMAT, load_model
 
 INPUT_KEYS = ("agents", "agents_mask", "statics", "statics_mask", "lanes", "lanes_mask", "route", "route_mask", "ego")
 
@@ -64,6 +66,7 @@ class TrainParams:
 def _load_file(path: Path) -> dict[str, torch.Tensor]:
     if not Path(path).exists():
         raise EngineError(f"no training data at {path}: generate it with 'workbench planner data'")
+    check_npz(path)  # the headers may promise more memory than there is
     try:
         with np.load(path) as z:
             data = {k: torch.from_numpy(np.asarray(z[k])) for k in (*INPUT_KEYS, "neighbor_index", "neighbor_current", "future", "future_valid")}
@@ -332,11 +335,9 @@ def resume_state(out: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # a truncated or foreign file: unpickling raises almost any type
-        raise EngineError(f"cannot resume from {path.name}: it is not a planner checkpoint ({type(exc).__name__})") from None
-    if not isinstance(state, dict):
-        raise EngineError(f"cannot resume from {path.name}: it is not a planner checkpoint")
+        state = read_checkpoint(path, "planner checkpoint", keys=("config", "model"), fmt=FORMAT)
+    except EngineError as exc:
+        raise EngineError(f"cannot resume from {path.name}: {exc}") from None
     if "train_model" not in state:
         raise EngineError(f"{path.name} holds no training state to resume from (it is a shipped, inference-only checkpoint)")
     return state
@@ -345,6 +346,7 @@ def resume_state(out: Path) -> dict | None:
 def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, data_paths: Sequence[Path], n: int,
           params: TrainParams) -> None:
     state = {
+        "format": FORMAT,
         "config": model.cfg.to_dict(),
         "model": {k: v.detach().clone() for k, v in ema.state_dict().items()},
         "train_model": model.state_dict(),
@@ -363,8 +365,8 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
 
 def export_inference(ckpt: Path, out: Path) -> dict:
     """A small inference-only copy (EMA weights in float16) for shipping."""
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)
-    slim = {"config": state["config"], "model": {k: v.half() if v.is_floating_point() else v for k, v in state["model"].items()},
+    state = read_checkpoint(ckpt, "planner checkpoint", keys=("config", "model"), fmt=FORMAT)
+    slim = {"format": FORMAT, "config": state["config"], "model": {k: v.half() if v.is_floating_point() else v for k, v in state["model"].items()},
             "meta": state.get("meta", {}), "history": state.get("history", [])}
     with atomic_path(out) as tmp:
         torch.save(slim, tmp)

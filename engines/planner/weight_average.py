@@ -13,17 +13,17 @@ from pathlib import Path
 import torch
 
 from engines.core import EngineError, atomic_path
+from engines.core.checkpoint import read_checkpoint
+
+from .planners.diffusion_planner import FORMAT
 
 NORMALISATION = ("ego_mean", "ego_std", "nb_mean", "nb_std")
 
 
 def _load(path: Path) -> dict:
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # a truncated or foreign file: unpickling raises almost any type
-        raise EngineError(f"{Path(path).name} is not a planner checkpoint ({type(exc).__name__})") from None
-    if not isinstance(state, dict) or not isinstance(state.get("model"), dict) or "config" not in state:
-        raise EngineError(f"{Path(path).name} is not a planner checkpoint")
+    state = read_checkpoint(path, "planner checkpoint", keys=("config", "model"), fmt=FORMAT)
+    if not isinstance(state["model"], dict) or not all(torch.is_tensor(v) for v in state["model"].values()):
+        raise EngineError(f"{Path(path).name} is not a planner checkpoint: its 'model' entry is not a set of weights")
     return state
 
 
@@ -55,5 +55,5 @@ def average_checkpoints(paths: Sequence[Path], out: Path, weights: Sequence[floa
     sources = [{"file": Path(p).name, "weight": round(w / total, 6), "steps": s.get("meta", {}).get("steps")} for p, w, s in zip(paths, weights, states)]
     meta = {"averaged": sources, "parameters": first.get("meta", {}).get("parameters")}
     with atomic_path(out) as tmp:
-        torch.save({"config": first["config"], "model": mean, "meta": meta, "history": []}, tmp)
+        torch.save({"format": FORMAT, "config": first["config"], "model": mean, "meta": meta, "history": []}, tmp)
     return {"out": str(out), "averaged": sources}

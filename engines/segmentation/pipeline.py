@@ -418,6 +418,17 @@ def _dbscan(points: np.ndarray, params: DbscanParams, min_points: int) -> tuple[
     return instance, score
 
 
+MAX_EXTENT = 1e5  # m: voxel grids of 5 cm overflow Open3D's int32 indices near 1e8 m; rooms and buildings are far below
+
+
+def check_extent(points: np.ndarray) -> None:
+    """One sentence for a cloud spread over kilometres (wrong units, a projection, stray points),
+    not Open3D's "voxel_size is too small" from deep inside the search."""
+    span = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
+    if span > MAX_EXTENT:
+        raise EngineError(f"the cloud spans {span:.3g} m, over the {MAX_EXTENT:.0e} m a scene may span: check its units and remove stray points")
+
+
 def segment(
     cloud: PointCloud, params: SegmentParams = SegmentParams(), progress: ProgressFn = no_progress, cancel: CancelToken = NEVER_CANCELLED
 ) -> SegmentationResult:
@@ -431,6 +442,7 @@ def segment(
     n_all = len(all_points)
     if n_all < 100:
         raise EngineError(f"the cloud has only {n_all} points; at least 100 are needed to segment it")
+    check_extent(all_points)
     rng = np.random.default_rng(params.seed)
     sub = _search_points(all_points, params, rng)
     points = all_points[sub]

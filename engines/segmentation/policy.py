@@ -26,6 +26,7 @@ STATE_FEATURES = 4  # radius, offset from the anchor (2), step
 CROP_FEATURES = 8  # points, ring share, valid, distance, mask share, mask centre offset (2), mask radius
 TRAIN_ROOM_SEED = 3000  # training rooms: 3000 + 10,000 x seed + k (validation rooms use 500+, the benchmark 1000+)
 HELD_OUT_OFFSET = 9000  # held-out rooms: the training seeds' block from here on
+FORMAT = "workbench-segmentation-policy"  # written since the safe loader; the shipped file predates it
 
 
 @dataclass(frozen=True)
@@ -359,7 +360,7 @@ def save_policy(path: Path, net, state: dict) -> None:
     import torch
 
     with atomic_path(path) as tmp:
-        torch.save({"config": asdict(net.config), "model": net.state_dict(), "state": state}, tmp)
+        torch.save({"format": FORMAT, "config": asdict(net.config), "model": net.state_dict(), "state": state}, tmp)
 
 
 def shipped_policy_path() -> Path:
@@ -373,9 +374,7 @@ _cache: dict[str, tuple[float, object]] = {}
 
 def load_policy(path: Path | None = None):
     """The policy network (eval mode, cached by modification time); one clear error for a missing or foreign file."""
-    import pickle
-
-    import torch
+    from engines.core.checkpoint import read_checkpoint
 
     path = Path(path) if path else shipped_policy_path()
     if not path.exists():
@@ -384,11 +383,11 @@ def load_policy(path: Path | None = None):
     hit = _cache.get(key)
     if hit is not None and hit[0] == mtime:
         return hit[1]
+    payload = read_checkpoint(path, "segmentation policy checkpoint", keys=("config", "model"), fmt=FORMAT)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
         net = _net(PolicyConfig(**payload["config"]))
         net.load_state_dict(payload["model"])
-    except (KeyError, TypeError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+    except (KeyError, TypeError, RuntimeError, ValueError, AttributeError) as exc:
         raise EngineError(f"{path.name} is not a segmentation policy checkpoint ({type(exc).__name__})") from None
     net.eval()
     for p in net.parameters():

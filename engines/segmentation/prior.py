@@ -9,7 +9,6 @@ decoder only ever sees upright, canonically turned objects.
 from __future__ import annotations
 
 import math
-import pickle
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -18,8 +17,10 @@ import torch
 from torch import nn
 
 from engines.core import EngineError, atomic_path
+from engines.core.checkpoint import read_checkpoint
 
 MAX_TILT = math.radians(15.0)
+FORMAT = "workbench-segmentation-prior"  # written since the safe loader; the shipped file predates it
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def save_checkpoint(path: Path, model: ObjectPrior, optimizer: torch.optim.Optimizer | None, state: dict) -> Path:
-    payload = {"config": asdict(model.config), "model": model.state_dict(), "state": state}
+    payload = {"format": FORMAT, "config": asdict(model.config), "model": model.state_dict(), "state": state}
     if optimizer is not None:
         payload["optimizer"] = optimizer.state_dict()
     with atomic_path(path) as tmp:
@@ -169,13 +170,13 @@ def load_checkpoint(path: Path) -> tuple[ObjectPrior, dict]:
     path = Path(path)
     if not path.exists():
         raise EngineError(f"prior checkpoint {path} not found")
+    payload = read_checkpoint(path, "segmentation prior checkpoint", keys=("config", "model"), fmt=FORMAT)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
         cfg = payload["config"]
         config = PriorConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()})
         model = ObjectPrior(config)
         model.load_state_dict(payload["model"])
-    except (KeyError, TypeError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+    except (KeyError, TypeError, RuntimeError, ValueError, AttributeError) as exc:
         raise EngineError(f"{path.name} is not a segmentation prior checkpoint ({type(exc).__name__})") from None
     model.eval()
     return model, payload

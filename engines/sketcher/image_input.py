@@ -32,6 +32,7 @@ def load_target(path: str | Path, size: int = DEFAULT_SIZE) -> np.ndarray:
         with Image.open(path) as im:
             if im.width * im.height > MAX_PIXELS:
                 raise EngineError(f"{path.name} is too large ({im.width}x{im.height}); use at most {MAX_PIXELS // 1_000_000} megapixels")
+            check_padded(im.width, im.height, path.name)
             im.load()
             grey = _to_grey(im)
     except Image.DecompressionBombError:  # PIL refuses it before our own size check can
@@ -39,6 +40,17 @@ def load_target(path: str | Path, size: int = DEFAULT_SIZE) -> np.ndarray:
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise EngineError(f"cannot read {path.name} as an image ({exc.__class__.__name__})") from None
     return ink_mask(grey, size)
+
+
+def check_padded(width: int, height: int, name: str) -> None:
+    """The picture is padded to a square before it is averaged down: a long thin strip within the
+    pixel limit would still need side x side floats, so the square is held to the same limit."""
+    side = max(width, height)
+    if side * side > MAX_PIXELS:
+        raise EngineError(
+            f"{name} is {width}x{height}: padded to a square it would be {side}x{side} pixels, over the limit of "
+            f"{MAX_PIXELS // 1_000_000} megapixels; crop it closer to the drawing"
+        )
 
 
 def _to_grey(im) -> np.ndarray:
@@ -65,6 +77,7 @@ def ink_mask(grey: np.ndarray, size: int = DEFAULT_SIZE, background: float | Non
         background = float(np.median(np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])))
     ink = np.abs(grey - background) > 0.5 * max(abs(1.0 - background), background, 0.2)
     h, w = ink.shape
+    check_padded(w, h, "the image")
     side = max(h, w)
     square = np.zeros((side, side), np.float32)
     top, left = (side - h) // 2, (side - w) // 2

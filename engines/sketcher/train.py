@@ -142,17 +142,12 @@ def _expand_optimizer(state: dict) -> dict:
 
 
 def load_checkpoint(path: str | Path) -> dict:
-    import torch
+    from engines.core.checkpoint import read_checkpoint
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise EngineError(f"checkpoint {path} does not exist")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # a truncated or foreign file
-        raise EngineError(f"cannot read the checkpoint {path}: {exc}") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
-        raise EngineError(f"{path} is not a sketcher model checkpoint")
+    ckpt = read_checkpoint(path, "sketcher model checkpoint", keys=("format", "config", "model"), fmt=FORMAT)
     return ckpt
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engines.core import EngineError, atomic_path, from_dict, to_jsonable
+from engines.core.checkpoint import read_checkpoint
 
 from .data import dataset_classes
 from .maps import LayerStats
@@ -125,21 +126,14 @@ def save_run(path: Path, record: RunRecord) -> Path:
 
 def read_archive(path: Path, expected_format: str) -> dict[str, Any]:
     """Load a torch archive safely; a file that is not ours is one clear sentence."""
-    import torch
-
     path = Path(path)
     if not path.exists():
         raise EngineError(f"{path}: no such run file")
     if path.is_dir():
         raise EngineError(f"{path} is a folder, not a run file")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for a damaged archive
-        raise EngineError(f"{path.name} is not a readable topomap run file (it may be truncated or corrupt)") from exc
-    if not isinstance(payload, dict) or payload.get("format") != expected_format:
-        raise EngineError(f"{path.name} is not a topomap run file")
+    payload = read_checkpoint(path, "topomap run file", keys=("format",), fmt=expected_format)
     if payload.get("version") != VERSION:
-        raise EngineError(f"{path.name} is a topomap run file of version {payload.get('version')}, this program reads version {VERSION}")
+        raise EngineError(f"{path.name} is a topomap run file of version {str(payload.get('version'))[:20]}, this program reads version {VERSION}")
     return payload
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.core import CancelToken, EngineError, ProgressFn, configure_threads, to_jsonable
+from engines.core.paths import check_output, check_special, same_file
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -173,10 +174,12 @@ def existing_folder(value: str) -> Path:
 
 def output_file(value: str) -> Path:
     """argparse type: a file the command will write; refused now, not after a long run, when it
-    names a folder or lies where nothing can be written."""
+    names a folder, a device or lies where nothing can be written (`check_outputs` then compares
+    it with the inputs)."""
     path = Path(value)
     if path.is_dir():
         raise EngineError(f"cannot write {value}: it is a folder")
+    check_special(path, "output")
     _check_writable(path.parent, value)
     return path
 
@@ -188,6 +191,34 @@ def output_folder(value: str) -> Path:
         raise EngineError(f"cannot write into {value}: it is a file, not a folder")
     _check_writable(path, value)
     return path
+
+
+OUTPUTS = ("out", "save", "export", "summary", "csv", "curves", "scannet")  # every flag a command writes to
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output of the parsed command against every input and against each other, before any work:
+    an input is never overwritten, however its path is spelled (`engines.core.paths`)."""
+    values = vars(args)
+    inputs = [p for key, value in values.items() if key not in OUTPUTS for p in _paths(value)]
+    written: list[tuple[str, Path]] = []
+    for key in OUTPUTS:
+        value = values.get(key)
+        if not isinstance(value, Path):
+            continue
+        check_output(value, inputs, f"--{key}")
+        for other_key, other in written:
+            if same_file(value, other):
+                raise EngineError(f"--{key} {value} is the same file as --{other_key} {other}: give each output its own file")
+        written.append((key, value))
+
+
+def _paths(value: Any) -> list[Path]:
+    if isinstance(value, Path):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, Path)]
+    return []
 
 
 def _check_writable(folder: Path, value: str) -> None:

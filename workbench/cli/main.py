@@ -15,7 +15,7 @@ from typing import Any
 from engines.core import METHODS, Cancelled, EngineError
 from engines.core.device import env_threads
 
-from .common import ArgumentParser, add_command, add_record_flag, cli_job, output, output_file, output_folder, parse_size
+from .common import ArgumentParser, add_command, add_record_flag, check_outputs, cli_job, output, output_file, output_folder, parse_size
 
 
 def build_parser() -> ArgumentParser:
@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_gui(argparse.Namespace(files=[]))
         parser = build_parser()
         args = parser.parse_args(argv)
+        check_outputs(args)  # an input is never an output, before any work
         if not hasattr(args, "handler"):
             parser.print_help()
             return 0
@@ -97,6 +98,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 
     import workbench
     from engines.core import configure_threads, describe_device
+    from engines.core.checkpoint import shipped_checkpoints
 
     configure_threads()
     versions: dict[str, Any] = {"workbench": workbench.__version__, "python": platform.python_version()}
@@ -119,9 +121,12 @@ def cmd_info(args: argparse.Namespace) -> None:
             versions[dist] = version(dist)
         except PackageNotFoundError:
             continue
-    data = {"versions": versions, **describe_device(), "platform": platform.platform(), "methods": list(METHODS)}
+    checkpoints = shipped_checkpoints()
+    data = {"versions": versions, **describe_device(), "platform": platform.platform(), "methods": list(METHODS), "checkpoints_sha256": checkpoints}
     human = "\n".join(
-        [f"{k:20} {v}" for k, v in versions.items()] + [f"{'device':20} {data['device']}", f"{'torch threads':20} {data['torch_threads']}"]
+        [f"{k:20} {v}" for k, v in versions.items()]
+        + [f"{'device':20} {data['device']}", f"{'torch threads':20} {data['torch_threads']}", "shipped checkpoints (SHA-256):"]
+        + [f"  {name:34} {digest}" for name, digest in checkpoints.items()]
     )
     output(args, data, human)
 

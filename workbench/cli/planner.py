@@ -103,13 +103,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--lr", type=float, default=1e-3, help="peak learning rate after the warm-up (default 1e-3)")
     train.add_argument("--init", type=existing_file,
                        help="start a new run from this planner checkpoint's weights and normalisation (fine-tuning; --out must not exist yet)")
-    train.add_argument("--export", type=Path, help="also write a small inference-only copy (EMA, float16) here")
+    train.add_argument("--export", type=output_file, help="also write a small inference-only copy (EMA, float16) here")
 
     average = add_command(group, "average", cmd_average, "average the weights of fine-tunes of one planner checkpoint (WiSE-FT, model soup)")
     average.add_argument("checkpoints", type=existing_file, nargs="+", help="planner checkpoints fine-tuned from one start (two or more)")
     average.add_argument("--weights", type=float, nargs="+", help="one weight per checkpoint, normalised to sum to 1 (default: equal)")
     average.add_argument("--out", type=output_file, required=True, help="averaged checkpoint (.pt)")
-    average.add_argument("--export", type=Path, help="also write a small inference-only copy (float16) here")
+    average.add_argument("--export", type=output_file, help="also write a small inference-only copy (float16) here")
 
 
 def _configure() -> None:

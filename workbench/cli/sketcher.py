@@ -65,8 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
     bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
-    bench.add_argument("--save", type=Path, help="also write the full result JSON here")
-    bench.add_argument("--curves", type=Path, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
+    bench.add_argument("--save", type=output_file, help="also write the full result JSON here")
+    bench.add_argument("--curves", type=output_file, help="merge this run's solve-rate curves into a curves JSON (what the panel plots)")
     add_record_flag(bench)
     bench.add_argument(
         "--workers", type=int, default=1, help="searches run side by side, one torch thread each (default 1; the results do not depend on it)"

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from engines.core import EngineError, resource_path
+from engines.core.checkpoint import read_checkpoint
 
 from .. import features as F
 from ..diffusion import Trace, dpm_solver_pp
@@ -20,6 +21,7 @@ from ..scene import Scene
 from .base import PLAN_DT, Observation, Plan, resample_plan
 
 DEFAULT_CHECKPOINT = "diffusion_planner.pt"
+FORMAT = "workbench-planner-checkpoint"  # written by training and averaging; the shipped file predates it
 
 
 def default_checkpoint() -> Path:
@@ -31,11 +33,11 @@ def load_model(path: Path | str | None = None) -> tuple[DiffusionPlannerNet, dic
     path = Path(path) if path else default_checkpoint()
     if not path.exists():
         raise EngineError(f"no diffusion planner checkpoint at {path}: train one with 'workbench planner train'")
+    ckpt = read_checkpoint(path, "diffusion planner checkpoint", keys=("config", "model"), fmt=FORMAT)
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
         model = DiffusionPlannerNet(ModelConfig(**ckpt["config"]))
         model.load_state_dict({k: v.float() for k, v in ckpt["model"].items()})
-    except Exception as exc:  # a truncated or foreign file: unpickling raises almost any type
+    except Exception as exc:  # foreign contents: a config or weights of another shape raise almost any type
         raise EngineError(f"{path.name} is not a diffusion planner checkpoint ({type(exc).__name__})") from None
     model.eval()
     return model, ckpt.get("meta", {})

@@ -84,7 +84,7 @@ def _parsed(lines: list[str]) -> np.ndarray | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a bad row is named by `_name_the_bad_row`, not by NumPy's warning
             return np.loadtxt(lines, dtype=np.float64, ndmin=2)
-    except ValueError:
+    except (ValueError, MemoryError):  # MemoryError: loadtxt sizes rows x columns up front, and a row may hold millions
         return None
 
 

@@ -83,7 +83,7 @@ def test_corrupt_run_file_is_one_error(cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.topomap.pt"
     bad.write_bytes(b"\x00\x01 not a run")
     proc = cli("topomap", "maps", str(bad), "--out", str(tmp_path / "m"))
-    assert proc.returncode == 2 and "not a readable topomap run file" in proc.stderr
+    assert proc.returncode == 2 and "not a topomap run file" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

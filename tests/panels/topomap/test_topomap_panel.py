@@ -139,7 +139,7 @@ def test_corrupt_run_and_comparison_files_are_panel_messages(qapp, panel, tmp_pa
     bad.write_bytes(b"not a run at all")
     panel.open_path(bad)
     assert finish(qapp, panel)[0].startswith("failed")
-    assert "not a readable topomap run file" in panel.message.text
+    assert "not a topomap run file" in panel.message.text
     cmp = tmp_path / "bad.topomap.json"
     cmp.write_text("{ nope")
     panel.open_path(cmp)
