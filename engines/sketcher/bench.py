@@ -114,6 +114,10 @@ def run_bench(
     """Every target searched by both proposers; the searches are independent tasks, run where
     ``executor`` says (the results do not depend on it: each search is bounded by renders, not time).
     A search whose task fails is logged and counted in "failures"."""
+    if params.checkpoint:  # a bad checkpoint is one sentence now, not a failure in every task
+        from .api import load_model
+
+        load_model(params.checkpoint)
     lo, hi = params.primitives
     counts = list(range(lo, hi + 1))
     search = params.search("filled")

@@ -59,9 +59,11 @@ def test_readers_check_before_loading(huge_npy: Path, huge_npz: Path) -> None:
     from engines.planner.train import load_dataset
     from engines.segmentation.pointio import read_cloud
 
-    for read, path in ((load_dense, huge_npy), (lambda p: load_dataset([p]), huge_npz), (read_cloud, huge_npz)):
+    for read, path in ((load_dense, huge_npy), (lambda p: load_dataset([p]), huge_npz)):
         with pytest.raises(EngineError, match="over the limit"):
             read(path)
+    with pytest.raises(EngineError, match="too large .*the limit is"):  # the point-cloud reader's own budget, by points
+        read_cloud(huge_npz)
 
 
 def test_long_thin_picture_is_refused_before_padding(tmp_path: Path) -> None:

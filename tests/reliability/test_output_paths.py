@@ -25,7 +25,10 @@ CASES = {
     ("segmentation train-prior", "out"): "segmentation train-prior --out {o}",
     ("segmentation train-policy", "out"): "segmentation train-policy --prior {i} --out {o}",
     ("planner run", "out"): "planner run --scenario {i} --out {o}",
-    ("planner suite", "out"): "planner suite --checkpoint {i} --out {o}",
+    ("planner bench", "out"): "planner bench --checkpoint {i} --out {o}",
+    ("planner suite", "out"): "planner suite --checkpoint {i} --out {o}",  # the old name of bench
+    ("planner crosscheck", "out"): "planner crosscheck --scenarios . --out {o}",
+    ("segmentation bench", "out"): "segmentation bench --scenes . --out {o}",
     ("planner video", "out"): "planner video {i} {o}",
     ("planner data", "out"): "planner data --student {i} --out {o}",
     ("planner train", "out"): "planner train --minutes 1 --data {i} --out {o}",

@@ -89,8 +89,12 @@ def header(path: Path, max_points: int) -> Header:
     return out
 
 
-def vertex_dtype(head: Header, element: Element) -> np.dtype:
+def vertex_dtype(head: Header, element: Element, path: Path | None = None) -> np.dtype:
     order = ">" if head.fmt == "binary_big_endian" else "<"
+    names = [p[-1] for p in element.props]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise EngineError(f"{path.name if path else 'the file'} is not a point cloud: its vertices name the field(s) {', '.join(twice)} twice")
     return np.dtype([(p[-1], order + TYPES[p[0]]) for p in element.props])
 
 
@@ -103,7 +107,7 @@ def check_size(path: Path, head: Header, size: int) -> None:
         if not element.fixed:
             needed += element.n  # at least each list's length byte
             break
-        needed += element.n * vertex_dtype(head, element).itemsize
+        needed += element.n * vertex_dtype(head, element, path).itemsize
     if size - head.body < needed:
         raise EngineError(f"{path.name} is corrupt or truncated: {size - head.body:,} bytes of data, {needed:,} expected")
 
@@ -120,7 +124,7 @@ def read_vertices(path: Path, head: Header, progress: ProgressFn = no_progress, 
         return from_columns(path, {name: (rows[:, i], np.dtype(TYPES[p[0]])) for i, (name, p) in enumerate(zip(names, vertex.props))})
     if not all(e.fixed for e in before):
         return None
-    offset = head.body + sum(e.n * vertex_dtype(head, e).itemsize for e in before)
-    records = binary_rows(path, offset, vertex_dtype(head, vertex), vertex.n, progress, cancel)
+    offset = head.body + sum(e.n * vertex_dtype(head, e, path).itemsize for e in before)
+    records = binary_rows(path, offset, vertex_dtype(head, vertex, path), vertex.n, progress, cancel)
     return from_columns(path, {name: (records[name].astype(records.dtype[name].newbyteorder("=")), records.dtype[name].newbyteorder("="))
                                for name in names})
