@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything
+from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, atomic_path, no_progress, seed_everything, to_jsonable
 from engines.core.budget import check_npz
 from engines.core.checkpoint import read_checkpoint
 from engines.core.distributed import Group, setup
@@ -267,7 +267,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
         loss_weights = early if per_sample is None else per_sample
         # Warm-up then a cosine decay over the planned budget of this run.
         frac = min(1.0, (seconds + elapsed) / max(seconds + budget, 1.0))
-        lr = params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac)))
+        lr = float(params.lr * min(1.0, (step + 1) / 200) * (0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * frac))))  # a Python float: checkpoints load weights_only
         for g in opt.param_groups:
             g["lr"] = lr
         loss, ego_loss, nb_loss = loss_of(x, x0, valid, loss_weights, ego_mask, draws, *_global_draws(x0, group))
@@ -282,7 +282,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
         running.append((float(ego_loss.detach()), float(nb_loss.detach())))
         if step % params.log_every == 0:
             e, nb = group.mean([float(v) for v in np.mean(running, axis=0)])
-            history.append({"step": step, "seconds": round(seconds + elapsed, 1), "ego_loss": float(e), "neighbor_loss": float(nb)})
+            history.append({"step": step, "seconds": round(float(seconds + elapsed), 1), "ego_loss": float(e), "neighbor_loss": float(nb)})
             running = []
             progress(min(elapsed / budget, 0.999), f"step {step}: ego loss {e:.4f}, neighbours {nb:.4f}")
         if group.main and time.perf_counter() - last_save > params.save_every_s:
@@ -352,9 +352,9 @@ def _save(out: Path, model, ema, opt, step: int, seconds: float, history: list, 
         "train_model": model.state_dict(),
         "optimizer": opt.state_dict(),
         "step": step,
-        "train_seconds": seconds,
-        "history": history,
-        "meta": {"steps": step, "train_seconds": round(seconds, 1), "samples": n, "data": " + ".join(Path(p).name for p in data_paths), "seed": params.seed,
+        "train_seconds": float(seconds),  # plain Python values only: the loader reads weights_only
+        "history": to_jsonable(history),
+        "meta": {"steps": step, "train_seconds": round(float(seconds), 1), "samples": n, "data": " + ".join(Path(p).name for p in data_paths), "seed": params.seed,
                  "batch": params.batch, "lr": params.lr, "brake_weight": params.brake_weight,
                  "early_weight": params.early_weight, "slow_weight": params.slow_weight, "noise_draws": params.noise_draws,
                  "init": None if params.init is None else Path(params.init).name, "parameters": count_parameters(model)},

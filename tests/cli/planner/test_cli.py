@@ -164,7 +164,7 @@ def test_data_and_train_resume_and_export(cli, tmp_path: Path) -> None:
     assert (meta["noise_draws"], meta["slow_weight"], meta["steps"]) == (3, 4.0, info["steps"])  # the latest run's settings
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
-    assert "not planner training data" in one_error(cli("planner", "train", "--minutes", "0.05", "--data", str(bad), "--out", str(tmp_path / "x.pt")))
+    assert "bad.npz is corrupt or not a NumPy .npz archive" in one_error(cli("planner", "train", "--minutes", "0.05", "--data", str(bad), "--out", str(tmp_path / "x.pt")))
 
 
 @pytest.mark.parametrize("content", [b"garbage", b"PK\x03\x04 a truncated zip"])
