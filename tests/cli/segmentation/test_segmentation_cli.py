@@ -245,7 +245,7 @@ def test_seeds_outside_the_32_bit_range_are_one_error(cli, scene_dir: Path, tmp_
 def test_run_checks_every_output_before_any_work(cli, scene_dir: Path, tmp_path: Path) -> None:
     scene = str(scene_dir / "scene_000.ply")
     same = tmp_path / "same.ply"
-    assert "both name" in _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(same)))
+    assert "is the same file as --out" in _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(same)))
     assert ".json" in _one_error(cli("segmentation", "run", scene, "--method", "dbscan", "--out", str(same), "--summary", str(tmp_path / "s.txt")))
     blocked = tmp_path / "scannet"
     blocked.mkdir()

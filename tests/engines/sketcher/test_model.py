@@ -99,7 +99,7 @@ def test_training_runs_and_resumes(tmp_path: Path) -> None:
 def test_foreign_checkpoints_are_refused(tmp_path: Path) -> None:
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"\x00" * 10)
-    with pytest.raises(EngineError, match="cannot read"):
+    with pytest.raises(EngineError, match="cannot be read"):
         load_checkpoint(junk)
     other = tmp_path / "other.pt"
     torch.save({"weights": np.zeros(3)}, other)
