@@ -34,7 +34,7 @@ def short_episode():
     ({"speed": 99}, "speed must be a whole number from 0 to 4, not 99"),
     ({"reactive": 3}, "reactive must be true or false, not 3"),
     ({"file": 5}, "file must be text, not 5"),
-    ({"planner": "rrt"}, "unknown planner 'rrt' (choose diffusion, idm, pdm, constant_velocity, expert)"),
+    ({"planner": "rrt"}, "unknown planner 'rrt' (choose diffusion, idm, pdm, frenet, constant_velocity, expert)"),
 ])
 def test_a_bad_session_is_one_message_and_changes_nothing(qtbot, panel_ctx, state: dict, needle: str) -> None:
     """These raised ValueError/TypeError/AttributeError, or left the combos blank without a word."""
