@@ -14,7 +14,6 @@ tolerance to show how much of the difference that accounts for.
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from engines.core import NEVER_CANCELLED, Cancelled, CancelToken, EngineError, ProgressFn, no_progress, pool_worker_setup
+from engines.core.executor import ExecutorSpec, current_cancel, run_tasks
 
 from .episode import Episode
 from .metrics import TH
@@ -84,26 +84,14 @@ def _result(files: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _results(files: list[Path], planners: tuple[str, ...], workers: int, cancel: CancelToken) -> Iterator[list[dict[str, Any]]]:
     """Each file's rows in file order (files are independent: ``workers`` processes give what one gives)."""
-    if workers <= 1 or len(files) <= 1:
-        for path in files:
-            cancel.raise_if_cancelled()
-            yield _file_rows(path, planners, cancel)
-        return
-    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(files)), initializer=pool_worker_setup)
-    try:
-        results = pool.imap(partial(_file_rows, planners=planners, cancel=NEVER_CANCELLED), files)
-        for _ in files:
-            while True:  # short waits, so that a cancel is seen at once
-                cancel.raise_if_cancelled()
-                try:
-                    file_rows = results.next(timeout=0.2)
-                    break
-                except multiprocessing.TimeoutError:
-                    continue
-            yield file_rows
-        pool.close()
-    finally:
-        pool.terminate()
+    work = partial(_file_task, planners=planners)
+    for task in run_tasks(work, files, ExecutorSpec("local", workers), cancel, initializer=pool_worker_setup):
+        yield task.value if task.ok else [{"scenario": task.item.stem, "error": task.error}]
+
+
+def _file_task(path: Path, planners: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One file as an executor task: stoppable mid-way when it runs in the caller's process."""
+    return _file_rows(path, planners, current_cancel())
 
 
 def _file_rows(path: Path, planners: tuple[str, ...], cancel: CancelToken) -> list[dict[str, Any]]:
