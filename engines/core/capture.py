@@ -9,13 +9,12 @@ may quote the captured text (``Capture.text``) when it names the real problem.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -94,14 +93,3 @@ def captured(path: str | os.PathLike[str] | None = None) -> Iterator[Capture]:
                 capture.warnings = [str(w.message) for w in caught]
     finally:
         capture.stderr = _restore(start)
-
-
-def quiet_reader(read: Callable[..., T]) -> Callable[..., T]:
-    """Decorate a reader whose first argument is the file: libraries stay quiet while it reads."""
-
-    @functools.wraps(read)
-    def wrapper(path, *args, **kwargs):
-        with captured(path):
-            return read(path, *args, **kwargs)
-
-    return wrapper

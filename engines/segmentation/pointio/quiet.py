@@ -17,13 +17,14 @@ import re
 import sys
 import tempfile
 import threading
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 
+from engines.core.capture import captured
+
 _log = logging.getLogger("engines.segmentation.pointio")
-_lock = threading.RLock()  # descriptors 1 and 2 are the process's: one redirection at a time
+_lock = threading.RLock()  # descriptor 1 is the process's: one redirection at a time
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = re.compile(r"^\[Open3D [A-Z]+\]\s*")
 
@@ -41,19 +42,23 @@ class Caught:
 
 @contextmanager
 def caught(name: str) -> Iterator[Caught]:
-    """Run a read with warnings recorded and descriptor 2 captured; log what was said."""
-    out = Caught()
-    python = io.StringIO()
-    with (_lock, warnings.catch_warnings(record=True) as recorded, _to_file(1) as said_out, _to_file(2) as said_err,
-          redirect_stdout(python), redirect_stderr(python)):
-        warnings.simplefilter("always")
-        try:
-            yield out
-        finally:
-            _flush_c_streams()
-            out.lines[:0] = _clean(python.getvalue() + said_err() + said_out()) + [str(w.message) for w in recorded]
-            for line in out.lines:
-                _log.info("%s: %s", name, line)
+    """Run a read with warnings and descriptor 2 captured (``engines.core.capture``, shared with every
+    other reader), descriptor 1 and Python's streams too (Open3D prints through them); log what was said."""
+    out, python, stdout_text = Caught(), io.StringIO(), ""
+    capture = captured(name)
+    said_err = capture.__enter__()
+    try:
+        with _lock, _to_file(1) as said_out, redirect_stdout(python), redirect_stderr(python):
+            try:
+                yield out
+            finally:
+                _flush_c_streams()
+                stdout_text = said_out()
+    finally:
+        capture.__exit__(None, None, None)  # fills said_err (its text is read when descriptor 2 goes back)
+        out.lines[:0] = _clean(python.getvalue() + said_err.stderr + stdout_text) + said_err.warnings
+        for line in out.lines:
+            _log.info("%s: %s", name, line)
 
 
 def _flush_c_streams() -> None:
