@@ -10,6 +10,7 @@ from .common import add_command, add_executor, add_group, add_record_flag, cli_j
 
 if TYPE_CHECKING:
     from engines.sketcher.data import DataConfig
+    from engines.sketcher.params import SearchParams
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,13 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--start", default="", help="a program to continue from (default: empty and random starts)")
     solve.add_argument("--proposer", choices=PROPOSERS, default=PROPOSERS[0], help="edit model, or the random-mutation baseline")
     solve.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
-    solve.add_argument(
-        "--polish-after",
-        type=int,
-        default=d.polish_after,
-        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
-    )
-    solve.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
+    _add_polish_flags(solve, d)
     solve.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     solve.add_argument("--out", type=output_file, help="also write the found program's render to this PNG")
 
@@ -56,13 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--beam", type=int, default=d.beam, help=f"beam width (default {d.beam})")
     bench.add_argument("--proposals", type=int, default=d.proposals, help=f"edits per beam program and round (default {d.proposals})")
     bench.add_argument("--sketch", type=int, default=0, help="also this many sketch-style targets (default 0)")
-    bench.add_argument(
-        "--polish-after",
-        type=int,
-        default=d.polish_after,
-        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
-    )
-    bench.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
+    _add_polish_flags(bench, d)
     bench.add_argument("--seed", type=seed, default=2025, help="target seed (default 2025)")
     bench.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the shipped one)")
     bench.add_argument("--save", type=output_file, help="also write the full result JSON here")
@@ -77,6 +66,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     render.add_argument("--program", required=True, help='CSG2D text, e.g. "(- (Circle 6 8 8) (Quad 8 8 2 2 H))"')
     render.add_argument("--size", default="64", help="image side in pixels (default 64)")
     render.add_argument("--out", type=output_file, required=True, help="PNG or SVG file to write")
+
+
+def _add_polish_flags(parser: argparse.ArgumentParser, d: SearchParams) -> None:
+    """The number-polishing flags `solve` and `bench` share (one search, one set of knobs)."""
+    parser.add_argument(
+        "--polish-after",
+        type=int,
+        default=d.polish_after,
+        help=f"renders without progress before the best program's numbers are polished; 0: never (default {d.polish_after})",
+    )
+    parser.add_argument("--no-residual", dest="residual", action="store_false", help="polish numbers only, without parts fitted to the wrong pixels")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
