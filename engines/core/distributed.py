@@ -62,6 +62,12 @@ class Group:
         torch.distributed.all_reduce(t)
         return (t / self.world).tolist()
 
+    def wait_all(self) -> None:
+        """Return once every process got here: they leave training together, after rank 0 wrote the
+        checkpoint, so no process tears down its connections while another still uses them."""
+        if self.world > 1:
+            torch.distributed.barrier()
+
     def _device(self) -> torch.device:
         return torch.device("cuda", self.local_rank) if torch.distributed.get_backend() == "nccl" else torch.device("cpu")
 

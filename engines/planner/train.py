@@ -291,6 +291,7 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
     total = seconds + time.perf_counter() - t_start
     if group.main:
         _save(out, model, ema, opt, step, total, history, data_paths, n, params)
+    group.wait_all()
     progress(1.0, f"{step} steps")
     last = history[-1] if history else {}
     return {"out": str(out), "steps": step, "train_seconds": round(total, 1), "samples": n,

@@ -1,15 +1,15 @@
-"""Planner training on 2 processes (torch.distributed, gloo, as torchrun launches it) follows the
-1-process run at the same global batch: the same samples and draws, split over the processes."""
+"""Planner training on 2 processes (torch.distributed, gloo, launched as `torchrun --standalone`
+launches them) follows the 1-process run at the same global batch: the same samples and draws,
+split over the processes."""
 
 from __future__ import annotations
 
-import os
-import socket
+import uuid
 from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from engines.core import EngineError
 from engines.core.distributed import finish
@@ -21,20 +21,21 @@ TINY = ModelConfig(dim=32, heads=2, encoder_layers=1, decoder_layers=1)
 PARAMS = TrainParams(minutes=5.0, batch=16, max_steps=4, log_every=1)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _process(rank: int, world: int, port: int, data: str, out: str) -> None:
-    """One training process, with the environment torchrun gives it."""
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+def _process(data: str, out: str) -> int:
+    """One training process, in the environment torchrun gives it (RANK, WORLD_SIZE, the store)."""
     torch.set_num_threads(1)
     try:
-        train([Path(data)], Path(out), PARAMS, model_config=TINY)
+        return train([Path(data)], Path(out), PARAMS, model_config=TINY)["steps"]
     finally:
         finish()
+
+
+def _torchrun(processes: int, *args: str) -> dict[int, int]:
+    """``_process(*args)`` on ``processes`` local processes, as `torchrun --standalone` starts them:
+    the launcher picks a free port for the rendezvous itself (no port chosen here and raced for)."""
+    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex,
+                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, start_method="spawn")
+    return elastic_launch(config, _process)(*args)
 
 
 def _losses(path: Path) -> list[tuple[float, float]]:
@@ -46,7 +47,7 @@ def test_two_processes_train_like_one_at_the_same_global_batch(tmp_path: Path) -
     data = tmp_path / "d.npz"
     generate_dataset(data, episodes=1, seed=3)
     train([data], tmp_path / "one.pt", PARAMS, model_config=TINY)
-    mp.spawn(_process, args=(2, _free_port(), str(data), str(tmp_path / "two.pt")), nprocs=2)
+    assert _torchrun(2, str(data), str(tmp_path / "two.pt")) == {0: PARAMS.max_steps, 1: PARAMS.max_steps}
     one, two = _losses(tmp_path / "one.pt"), _losses(tmp_path / "two.pt")
     assert len(one) == len(two) == PARAMS.max_steps
     assert one[0][0] > 0 and one[-1] != one[0]
