@@ -228,7 +228,7 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 SEG = "engines.segmentation"
 # The training generator and what trains or tunes on it: the prior (and any prior* module), its data, the policy.
-TRAINING_SIDE = tuple(f"{SEG}.{m}" for m in ("categories", "shapes", "scenes", "prior_data", "views", "training", "policy"))
+TRAINING_SIDE = tuple(f"{SEG}.{m}" for m in ("categories", "shapes", "scenes", "prior_data", "views", "train", "policy"))
 
 
 def test_the_evaluation_generator_and_the_training_side_share_no_code() -> None:

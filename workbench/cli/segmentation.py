@@ -293,7 +293,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 def cmd_train_prior(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
-    from engines.segmentation.training import TrainParams, train_prior
+    from engines.segmentation.train import TrainParams, train_prior
 
     try:
         params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
@@ -326,7 +326,7 @@ def cmd_validate_prior(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
     from engines.core import configure_threads
-    from engines.segmentation.training import check_priors
+    from engines.segmentation.train import check_priors
 
     configure_threads()
     paths = args.prior or [None]

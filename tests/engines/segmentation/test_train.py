@@ -13,7 +13,7 @@ from engines.core import EngineError
 from engines.core.batch_stream import BatchStream
 from engines.segmentation.prior import ObjectPrior, count_parameters, load_checkpoint, load_prior
 from engines.segmentation.prior_data import ObjectPool, make_sample
-from engines.segmentation.training import TrainParams, train_prior, training_samples, yaw_loss
+from engines.segmentation.train import TrainParams, train_prior, training_samples, yaw_loss
 
 
 def test_yaw_loss_respects_symmetry() -> None:
@@ -103,7 +103,7 @@ def test_fine_tuning_an_old_checkpoint_takes_this_runs_input_normalisation(tmp_p
 
 def test_check_priors_measures_each_prior_on_the_same_held_out_crops(tmp_path: Path) -> None:
     from engines.segmentation.prior import MODEL_SIZES, save_checkpoint
-    from engines.segmentation.training import check_priors
+    from engines.segmentation.train import check_priors
 
     torch.manual_seed(0)
     blank = save_checkpoint(tmp_path / "blank.pt", ObjectPrior(MODEL_SIZES["large"]), None, {})
