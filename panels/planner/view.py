@@ -13,13 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPen, QPolygonF, QTransform
 from PySide6.QtWidgets import QGraphicsPolygonItem
 
-LAYERS = {
-    "lanes": "Lanes", "boundaries": "Lane boundaries", "drivable": "Drivable area", "route": "Route",
-    "agents": "Agents (heading, ids)", "history": "Ego history", "samples": "Sampled plans", "chosen": "Chosen plan",
-    "predictions": "Neighbour predictions", "expert": "Expert trajectory", "highlights": "TTC / collision highlights",
-    "compare": "Planner B (A/B)", "denoise": "Denoising (x_t, x0, guidance)",
-}
-CAMERAS = ("Follow ego, north up", "Follow ego, heading up", "Free pan / zoom")
+from .session import LAYERS  # the view's layers, by the names sessions keep them under
 
 
 def _pen(color: str, width: float = 1.0, style=Qt.PenStyle.SolidLine, alpha: int = 255) -> QPen:

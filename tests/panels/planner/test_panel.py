@@ -38,9 +38,9 @@ def finish(qapp, panel, timeout: float = 240.0) -> None:
 
 
 def load(panel, episode, compare=None) -> None:
-    from panels.planner.panel import _loaded
+    from panels.planner.work import loaded
 
-    panel._on_result(_loaded(episode, compare))
+    panel._on_result(loaded(episode, compare))
 
 
 def test_default_run_draws_and_the_timeline_moves(qapp, qtbot, panel_ctx) -> None:
@@ -48,7 +48,7 @@ def test_default_run_draws_and_the_timeline_moves(qapp, qtbot, panel_ctx) -> Non
     assert panel.run_default()
     finish(qapp, panel)
     assert panel.loaded is not None and panel.loaded.episode.planner.startswith("diffusion")
-    assert panel.loaded.episode.steps == 60 and panel.slider.maximum() == 60
+    assert panel.loaded.episode.steps == 60 and panel.timeline.slider.maximum() == 60
     wait_until(qapp, lambda: False, 0.2)
     assert not is_blank(grab_image(panel.view))
     assert "CLS" in panel.summary.text()
@@ -62,7 +62,7 @@ def test_default_run_draws_and_the_timeline_moves(qapp, qtbot, panel_ctx) -> Non
     qtbot.keyClick(panel.view, Qt.Key.Key_Home)
     assert panel.frame == 0
     # Play at 4x advances frames; pausing stops.
-    panel.speed.setCurrentIndex(4)
+    panel.timeline.speed.setCurrentIndex(4)
     panel.toggle_play()
     assert panel.timer.interval() == 25
     assert wait_until(qapp, lambda: panel.frame >= 5, 5.0)
@@ -75,15 +75,16 @@ def test_default_run_draws_and_the_timeline_moves(qapp, qtbot, panel_ctx) -> Non
 def test_layers_camera_and_violation_jump(qapp, qtbot, panel_ctx, idm_episode) -> None:
     panel = make_panel(qtbot, panel_ctx)
     load(panel, idm_episode)
-    item = next(panel.layers.item(i) for i in range(panel.layers.count()) if panel.layers.item(i).data(Qt.ItemDataRole.UserRole) == "agents")
+    layers = panel.controls.layers
+    item = next(layers.item(i) for i in range(layers.count()) if layers.item(i).data(Qt.ItemDataRole.UserRole) == "agents")
     item.setCheckState(Qt.CheckState.Unchecked)
     assert not panel.view.agents.isVisible() and panel.view.visible["agents"] is False
     item.setCheckState(Qt.CheckState.Checked)
     assert panel.view.agents.isVisible()
     panel.set_frame(30)
-    panel.camera.setCurrentIndex(1)  # heading up
+    panel.controls.camera.setCurrentIndex(1)  # heading up
     assert not panel.view.vb.root.transform().isIdentity()
-    panel.camera.setCurrentIndex(0)
+    panel.controls.camera.setCurrentIndex(0)
     assert panel.view.vb.root.transform().isIdentity()
     panel.jump_to_violation()
     first = idm_episode.metrics.first_violation
@@ -101,7 +102,7 @@ def test_rerun_with_guidance_drag_and_cut_in(qapp, qtbot, panel_ctx, idm_episode
     panel = make_panel(qtbot, panel_ctx)
     load(panel, idm_episode)
     panel.set_frame(50)
-    panel.planner.setCurrentText("pdm")
+    panel.controls.planner.setCurrentText("pdm")
     panel.rerun_clicked()
     finish(qapp, panel)
     ep = panel.loaded.episode
@@ -112,7 +113,7 @@ def test_rerun_with_guidance_drag_and_cut_in(qapp, qtbot, panel_ctx, idm_episode
     x, y = ep.agents[50, j, :2]
     assert panel.view._can_grab(float(x), float(y))
     panel.view._drag_end(float(x) + 3.0, float(y))
-    assert panel.pending == (aid, float(x) + 3.0, float(y)) and str(aid) in panel.pending_label.text()
+    assert panel.pending == (aid, float(x) + 3.0, float(y)) and str(aid) in panel.controls.pending_label.text()
     panel.rerun_clicked()
     finish(qapp, panel)
     moved = panel.loaded.episode
@@ -131,15 +132,15 @@ def test_denoising_animation_and_a_b(qapp, qtbot, panel_ctx, idm_episode) -> Non
     finish(qapp, panel)
     assert panel.denoise is not None and len(panel.denoise) == 10
     assert panel.denoise_bar.isVisible()
-    panel.denoise_slider.setValue(9)
-    assert "10/10" in panel.denoise_label.text()
+    panel.denoise_bar.slider.setValue(9)
+    assert "10/10" in panel.denoise_bar.label.text()
     assert len(panel.view.x0.getData()[0]) > 0
     panel._close_denoise()
     assert len(panel.view.x0.getData()[0]) == 0
     # A/B: two planners on one scenario, side by side in the table.
-    panel.source.setCurrentText("procedural: lead_braking")
-    panel.planner.setCurrentText("idm")
-    panel.compare.setCurrentText("constant_velocity")
+    panel.controls.source.setCurrentText("procedural: lead_braking")
+    panel.controls.planner.setCurrentText("idm")
+    panel.controls.compare.setCurrentText("constant_velocity")
     panel.run_clicked()
     finish(qapp, panel)
     assert panel.loaded.compare is not None and panel.loaded.compare.planner == "constant_velocity"
@@ -208,12 +209,12 @@ def test_opening_an_episode_file_replays_it(qapp, qtbot, panel_ctx, idm_episode,
 
 def test_session_state_round_trip(qtbot, panel_ctx) -> None:
     a = make_panel(qtbot, panel_ctx)
-    a.source.setCurrentText("procedural: merge")
-    a.seed.setValue(7)
-    a.planner.setCurrentText("pdm")
-    a.term_box["speed"].setChecked(True)
-    a.term_weight["speed"].setValue(0.8)
-    a.camera.setCurrentIndex(1)
+    a.controls.source.setCurrentText("procedural: merge")
+    a.controls.seed.setValue(7)
+    a.controls.planner.setCurrentText("pdm")
+    a.controls.term_box["speed"].setChecked(True)
+    a.controls.term_weight["speed"].setValue(0.8)
+    a.controls.camera.setCurrentIndex(1)
     state = json.loads(json.dumps(a.state()))
     b = make_panel(qtbot, panel_ctx)
     b.restore(state)
@@ -237,22 +238,22 @@ def test_replay_steps_and_paints_a_dense_scene_with_16_samples(qapp, qtbot, pane
 def test_opens_on_the_scene_at_t0_until_the_first_run(qapp, qtbot, panel_ctx, idm_episode) -> None:
     panel = make_panel(qtbot, panel_ctx)
     finish(qapp, panel)
-    first = panel.source.currentText().split(": ", 1)[1]
+    first = panel.controls.source.currentText().split(": ", 1)[1]
     assert panel.view.replay is not None and len(panel.view.replay.frames) == 1
     assert "t = 0" in panel.summary.text() and first in panel.summary.text()
-    assert not panel.slider.isEnabled() and panel.loaded is None
+    assert not panel.timeline.slider.isEnabled() and panel.loaded is None
     wait_until(qapp, lambda: False, 0.2)
     assert not is_blank(grab_image(panel.view))
     # Another scenario or seed redraws the preview.
-    panel.source.setCurrentIndex(panel.source.findText("procedural: merge"))
+    panel.controls.source.setCurrentIndex(panel.controls.source.findText("procedural: merge"))
     finish(qapp, panel)
     assert "merge-0 at t = 0" in panel.summary.text()
-    panel.seed.setValue(4)
+    panel.controls.seed.setValue(4)
     finish(qapp, panel)
     assert "merge-4 at t = 0" in panel.summary.text()
     # Once a run is shown, changing the controls leaves it alone.
     load(panel, idm_episode)
-    panel.seed.setValue(5)
+    panel.controls.seed.setValue(5)
     finish(qapp, panel)
     assert panel.loaded.episode is idm_episode and "CLS" in panel.summary.text()
     assert len(panel.view.replay.frames) == idm_episode.steps + 1
@@ -261,7 +262,7 @@ def test_opens_on_the_scene_at_t0_until_the_first_run(qapp, qtbot, panel_ctx, id
 def test_an_export_does_not_cancel_a_running_simulation(qapp, qtbot, panel_ctx, idm_episode, tmp_path: Path) -> None:
     panel = make_panel(qtbot, panel_ctx)
     load(panel, idm_episode)
-    panel.planner.setCurrentText("idm")
+    panel.controls.planner.setCurrentText("idm")
     panel.run_clicked()
     panel.export_csv(tmp_path / "ep.csv")
     finish(qapp, panel)
@@ -281,7 +282,7 @@ def test_a_folder_of_scenarios_gets_each_files_cls_and_a_click_replays_it(qapp, 
     panel.open_folder(folder)
     assert panel.tabs.currentWidget() is panel.folder
     assert [panel.folder.table.item(r, 0).text() for r in range(2)] == ["ZAM_Tutorial-1_2_T-1.xml", "broken.xml"]
-    panel.planner.setCurrentText("idm")
+    panel.controls.planner.setCurrentText("idm")
     panel.run_folder()
     assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 300)
     good = [float(panel.folder.table.item(0, c).text()) for c in (1, 2)]
@@ -300,9 +301,18 @@ def test_an_empty_folder_is_one_sentence(qtbot, panel_ctx, tmp_path: Path) -> No
     assert "holds no scenario files" in panel.message.text and panel.folder.folder is None
 
 
-def test_the_planner_choices_are_the_engines_names() -> None:
+def test_the_planner_choices_are_the_engines_names(qtbot) -> None:
     from engines.planner.params import GUIDED, PLANNERS
-    from panels.planner.panel import COMPARE, PLANNER_NAMES
+    from engines.planner.procedural import TYPES
+    from panels.planner.controls import PlannerControls
+    from panels.planner.session import COMPARE
 
-    assert PLANNER_NAMES is PLANNERS and "frenet" in PLANNERS
-    assert set(COMPARE) == {"none", GUIDED, *PLANNERS}
+    controls = PlannerControls()
+    qtbot.addWidget(controls)
+
+    def items(combo) -> list[str]:
+        return [combo.itemText(i) for i in range(combo.count())]
+
+    assert items(controls.planner) == list(PLANNERS) and "frenet" in PLANNERS
+    assert set(COMPARE) == {"none", GUIDED, *PLANNERS} and items(controls.compare) == list(COMPARE)
+    assert [t.removeprefix("procedural: ") for t in items(controls.source) if t.startswith("procedural: ")] == list(TYPES)

@@ -39,12 +39,12 @@ def short_episode():
 def test_a_bad_session_is_one_message_and_changes_nothing(qtbot, panel_ctx, state: dict, needle: str) -> None:
     """These raised ValueError/TypeError/AttributeError, or left the combos blank without a word."""
     panel = make_panel(qtbot, panel_ctx)
-    panel.seed.setValue(5)
+    panel.controls.seed.setValue(5)
     before = panel.state()
     panel.restore({"seed": 9, **state} if "seed" not in state else state)
     assert panel.message.text.startswith("The session's planner settings are invalid: ") and needle in panel.message.text
     assert panel.state() == before  # nothing half-applied (the valid seed 9 included)
-    assert panel.camera.currentIndex() >= 0 and panel.speed.currentIndex() >= 0
+    assert panel.controls.camera.currentIndex() >= 0 and panel.timeline.speed.currentIndex() >= 0
     qtbot.waitUntil(lambda: not panel_ctx.jobs.running, timeout=60_000)  # the preview the seed edit started
 
 
@@ -67,9 +67,9 @@ def test_actions_at_the_last_frame_use_the_last_replan_and_say_so(qapp, qtbot, p
     load(panel, short_episode)
     panel.set_frame(panel._n() - 1)
     assert panel.frame == short_episode.steps == 20
-    panel.planner.setCurrentText("idm")
-    panel.samples.setValue(2)
-    panel.steps.setValue(2)
+    panel.controls.planner.setCurrentText("idm")
+    panel.controls.samples.setValue(2)
+    panel.controls.steps.setValue(2)
     {"rerun": panel.rerun_clicked, "cut_in": panel.cut_in_clicked, "denoise": panel.denoise_clicked}[action]()
     finish(qapp, panel)
     text = panel.message.text
