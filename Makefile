@@ -33,7 +33,8 @@ bench: setup
 	$(WB) planner suite --n 104 --seed 0 --record $(BENCH_DIR)/planner-suite.json
 	$(WB) planner replay-fps --record $(BENCH_DIR)/planner-replay-fps.json
 	$(WB) segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation
-	$(WB) segmentation bench --scenes bench-data/segmentation --record $(BENCH_DIR)/segmentation.json
+	$(WB) segmentation scenes --generator eval --n 20 --seed 9000 --out bench-data/segmentation-eval
+	$(WB) segmentation bench --scenes bench-data/segmentation --eval-scenes bench-data/segmentation-eval --record $(BENCH_DIR)/segmentation.json
 	$(WB) topomap bench --seeds 3 --record $(BENCH_DIR)/topomap.json
 	$(MAKE) benchmarks-page
 

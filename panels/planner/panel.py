@@ -557,3 +557,4 @@ class PlannerPanel(MethodPanel):
     def shutdown(self) -> None:
         self.timer.stop()
         self.denoise_timer.stop()
+        super().shutdown()

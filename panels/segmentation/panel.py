@@ -274,6 +274,7 @@ class SegmentationPanel(MethodPanel):
     def shutdown(self) -> None:
         self._play.stop()
         self._recompute_timer.stop()
+        super().shutdown()
 
     # Parameters ------------------------------------------------------------------------------
     def params(self, method: str | None = None):

@@ -290,3 +290,16 @@ def test_files_go_to_the_panel_with_the_most_specific_suffix(main_window) -> Non
         "notes.txt": None,
     }
     assert {name: main_window.panel_for(Path(name)) for name in expected} == expected
+
+
+def test_every_panel_cancels_all_its_jobs_when_the_window_closes(main_window, monkeypatch) -> None:
+    """A panel's shutdown() stops its timers and then cancels every runner it added (the base class's
+    part: an override that forgot it left its jobs running past the window)."""
+    cancelled: list[str] = []
+    panels = {name: main_window.panel(name) for name in main_window.docks}
+    for name, panel in panels.items():
+        assert panel.runners, f"the {name} panel has no runner"
+        for i, runner in enumerate(panel.runners):
+            monkeypatch.setattr(runner, "cancel", lambda name=name, i=i: cancelled.append(f"{name}:{i}"))
+        panel.shutdown()
+    assert cancelled == [f"{name}:{i}" for name, panel in panels.items() for i in range(len(panel.runners))]
