@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, write_json
+from engines.core.device import pool_worker_setup
+from engines.core.executor import ExecutorSpec, current_cancel, run_tasks
 from engines.core.intervals import Interval, statistic_interval
 
 from .generators import GENERATORS
@@ -41,38 +44,46 @@ def write_scenes(
     cancel: CancelToken = NEVER_CANCELLED,
     generator: str = "train",
     points: tuple[int, int] | None = None,
+    executor: ExecutorSpec = ExecutorSpec(),
 ) -> list[Path]:
     """``n`` rooms of ``generator`` as `scene_NNN.ply` (points, colours, ground-truth `instance`) plus
     `scene_NNN.json`. ``points`` (low, high) draws each room's point count log-uniformly from that
-    range (seeded by the room), in place of ``params.n_points``."""
-    from .evalgen import EvalSceneParams, generate_eval_scene
-
+    range (seeded by the room), in place of ``params.n_points``. Rooms are independent tasks on
+    ``executor`` (each depends on its seed only): the same files for any executor and worker count."""
     if not 1 <= n <= 1000:
         raise EngineError("--n must be between 1 and 1000")
     if generator not in GENERATORS:
         raise EngineError(f"the generator must be one of {', '.join(GENERATORS)}")
-    folder = Path(folder)
+    task = partial(write_room, Path(folder), seed=seed, params=params, generator=generator, points=points)
     paths = []
-    for k in range(n):
-        cancel.raise_if_cancelled()
-        progress(k / n, f"scene {k + 1}/{n}")
-        n_points = params.n_points
-        if points is not None:
-            n_points = int(round(np.exp(np.random.default_rng([seed + k, 55]).uniform(np.log(points[0]), np.log(points[1])))))
-        try:
-            scene = (
-                generate_scene(seed + k, replace(params, n_points=n_points))
-                if generator == "train"
-                else generate_eval_scene(seed + k, EvalSceneParams(n_points))
-            )
-        except ValueError as exc:
-            raise EngineError(str(exc)) from None
-        path = folder / f"scene_{k:03d}.ply"
-        write_cloud(path, PointCloud(scene.points, scene.colors, scene.instance))
-        write_json(folder / f"scene_{k:03d}.json", {**scene.meta(), "generator": generator}, indent=1)
-        paths.append(path)
+    for done, outcome in enumerate(run_tasks(task, range(n), executor, cancel, initializer=pool_worker_setup), start=1):
+        if not outcome.ok:
+            raise EngineError(f"scene {outcome.item:03d} could not be written: {outcome.error}")
+        paths.append(outcome.value)
+        progress(done / n, f"scene {done}/{n}")
     progress(1.0, f"{n} scenes written")
     return paths
+
+
+def write_room(folder: Path, k: int, seed: int, params: SceneParams, generator: str, points: tuple[int, int] | None) -> Path:
+    """Room ``k`` of a set: its generator's scene of seed ``seed + k``, as PLY and JSON sidecar."""
+    from .evalgen import EvalSceneParams, generate_eval_scene
+
+    n_points = params.n_points
+    if points is not None:
+        n_points = int(round(np.exp(np.random.default_rng([seed + k, 55]).uniform(np.log(points[0]), np.log(points[1])))))
+    try:
+        scene = (
+            generate_scene(seed + k, replace(params, n_points=n_points))
+            if generator == "train"
+            else generate_eval_scene(seed + k, EvalSceneParams(n_points))
+        )
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
+    path = folder / f"scene_{k:03d}.ply"
+    write_cloud(path, PointCloud(scene.points, scene.colors, scene.instance))
+    write_json(folder / f"scene_{k:03d}.json", {**scene.meta(), "generator": generator}, indent=1)
+    return path
 
 
 def generator_of(folder: Path) -> str:
@@ -113,6 +124,40 @@ def _recall50(gt: np.ndarray, instance: np.ndarray, ids: set[int], min_points: i
     return found, total
 
 
+@dataclass(frozen=True)
+class RoomResult:
+    """What every method made of one benchmark room (a task's result: it travels back from a worker)."""
+
+    row: dict
+    points: int
+    preds: dict[str, ScenePrediction]
+    confirmed: dict[str, ScenePrediction]  # the prior's confirmed segments only
+    seconds: dict[str, float]
+    touching: dict[str, tuple[int, int]]  # touching objects found at IoU > 0.5, of those with enough points
+
+
+def measure_room(path: Path, params: SegmentParams, methods: tuple[str, ...]) -> RoomResult:
+    """Every method on one room: a task of its own, so that rooms run on any executor."""
+    cancel = current_cancel()
+    cloud = read_cloud(path)
+    if cloud.instance is None:
+        raise EngineError(f"{path.name} has no ground-truth 'instance' field")
+    gt = cloud.instance
+    touching_ids = _touching_ids(path)
+    row = {"scene": path.name, "points": len(cloud), "objects": int(len([i for i in np.unique(gt) if i > 0]))}
+    preds, confirmed, seconds, touching = {}, {}, {}, {}
+    for method in methods:
+        cancel.raise_if_cancelled()
+        t0 = time.perf_counter()
+        result = segment(cloud.without_labels(), method_params(params, method), cancel=cancel)
+        seconds[method] = time.perf_counter() - t0
+        preds[method] = result.prediction(gt)
+        confirmed[method] = result.prediction(gt, confirmed_only=True)
+        touching[method] = _recall50(gt, result.instance, touching_ids)
+        row[method] = {"ap50": evaluate([preds[method]]).ap50, "segments": len(result.segments), "seconds": round(seconds[method], 2)}
+    return RoomResult(row, len(cloud), preds, confirmed, seconds, touching)
+
+
 def run_bench(
     folder: Path,
     params: SegmentParams = SegmentParams(),
@@ -121,44 +166,37 @@ def run_bench(
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
     generator: str | None = None,
+    executor: ExecutorSpec = ExecutorSpec(),
 ) -> dict:
     """Every method on the rooms in ``folder``: AP with every proposal and with the confirmed
     segments only, touching-object recall, seconds, the targets of the rooms' ``generator``
-    (None: as their sidecars say)."""
+    (None: as their sidecars say). Rooms are independent tasks on ``executor``: the same numbers
+    for any executor and worker count (seconds aside); a room that fails is named and left out."""
     generator = generator or generator_of(folder)
     files = sorted(Path(folder).glob("*.ply"))[:limit]
     if not files:
         raise EngineError(f"no .ply scenes in {folder} (write some with 'workbench segmentation scenes')")
-    preds: dict[str, list[ScenePrediction]] = {m: [] for m in methods}
-    confirmed: dict[str, list[ScenePrediction]] = {m: [] for m in methods}  # the prior's confirmed segments only
-    seconds: dict[str, list[float]] = {m: [] for m in methods}
-    touch: dict[str, list[int]] = {m: [0, 0] for m in methods}
-    per_scene = []
-    points = []
-    for k, path in enumerate(files):
-        cloud = read_cloud(path)
-        if cloud.instance is None:
-            raise EngineError(f"{path.name} has no ground-truth 'instance' field")
-        gt = cloud.instance
-        points.append(len(cloud))
-        touching = _touching_ids(path)
-        row = {"scene": path.name, "points": len(cloud), "objects": int(len([i for i in np.unique(gt) if i > 0]))}
-        for j, method in enumerate(methods):
-            cancel.raise_if_cancelled()
-            progress((k + j / len(methods)) / len(files), f"{path.name}: {method}")
-            t0 = time.perf_counter()
-            result = segment(cloud.without_labels(), method_params(params, method), cancel=cancel)
-            seconds[method].append(time.perf_counter() - t0)
-            pred = result.prediction(gt)
-            preds[method].append(pred)
-            confirmed[method].append(result.prediction(gt, confirmed_only=True))
-            f, t = _recall50(gt, result.instance, touching)
-            touch[method][0] += f
-            touch[method][1] += t
-            row[method] = {"ap50": evaluate([pred]).ap50, "segments": len(result.segments), "seconds": round(seconds[method][-1], 2)}
-        per_scene.append(row)
+    rooms: list[RoomResult] = []
+    failed: list[dict] = []
+    task = partial(measure_room, params=params, methods=methods)
+    for done, outcome in enumerate(run_tasks(task, files, executor, cancel, initializer=pool_worker_setup), start=1):
+        if outcome.ok:
+            rooms.append(outcome.value)
+        else:
+            failed.append({"scene": outcome.item.name, "error": outcome.error})
+        progress(done / len(files) * 0.98, f"{outcome.item.name} measured ({done}/{len(files)})")
+    if not rooms:
+        raise EngineError(f"no room of {folder} could be measured; the first: {failed[0]['scene']}: {failed[0]['error']}")
+    preds = {m: [r.preds[m] for r in rooms] for m in methods}
+    confirmed = {m: [r.confirmed[m] for r in rooms] for m in methods}
+    seconds = {m: [r.seconds[m] for r in rooms] for m in methods}
+    touch = {m: [sum(r.touching[m][0] for r in rooms), sum(r.touching[m][1] for r in rooms)] for m in methods}
+    per_scene = [r.row for r in rooms]
+    points = [r.points for r in rooms]
+    files = [Path(folder) / r.row["scene"] for r in rooms]
     progress(1.0, "scoring")
-    out: dict = {"generator": generator, "scenes": len(files), "points_per_scene": float(np.mean(points)), "methods": {}, "per_scene": per_scene}
+    out: dict = {"generator": generator, "scenes": len(files), "points_per_scene": float(np.mean(points)), "methods": {}, "per_scene": per_scene,
+                 "failed": failed}
     for method in methods:
         res, conf = evaluate(preds[method]), evaluate(confirmed[method])
         out["methods"][method] = {
@@ -223,13 +261,14 @@ def run_benches(
     limit: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken = NEVER_CANCELLED,
+    executor: ExecutorSpec = ExecutorSpec(),
 ) -> dict:
     """`run_bench` on the rooms of each generator (``folders``: generator -> folder), one table each."""
     from engines.core import scaled
 
     sets = {}
     for k, (generator, folder) in enumerate(folders.items()):
-        sets[generator] = run_bench(folder, params, methods, limit, scaled(progress, k / len(folders), (k + 1) / len(folders)), cancel, generator)
+        sets[generator] = run_bench(folder, params, methods, limit, scaled(progress, k / len(folders), (k + 1) / len(folders)), cancel, generator, executor)
     targets = {f"{gen}: {name}": ok for gen, res in sets.items() for name, ok in res.get("targets", {}).items()}
     table = "\n\n".join(res.pop("table") for res in sets.values())
     if targets:
@@ -275,4 +314,7 @@ def _table(out: dict) -> str:
             "",
         ]
         lines += [f"  {'PASS' if ok else 'MISS'} {name}" for name, ok in out["targets"].items()]
+    if out["failed"]:
+        lines += ["", f"{len(out['failed'])} room(s) failed and are left out of every number above:"]
+        lines += [f"  {f['scene']}: {f['error']}" for f in out["failed"]]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from engines.segmentation.pointio.frame import UNITS, UP_AXES
 
 from engines.segmentation.generators import GENERATORS
 
-from .common import add_command, add_group, add_record_flag, cli_job, existing_file, output, output_file, output_folder, seed
+from .common import add_command, add_executor, add_group, add_record_flag, cli_job, executor_spec, existing_file, output, output_file, output_folder, seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="train",
         help="train: the rooms the prior and policy are trained on (default); eval: other objects and arrangements, scanned",
     )
+    scenes.add_argument("--workers", type=int, default=1, help="rooms written at a time, each in its own process (default 1: here)")
+    add_executor(scenes)
 
     run = add_command(group, "run", cmd_run, "segment a point cloud (PLY/PCD/XYZ/PTS/NPZ) and write a labelled PLY")
     run.add_argument("scene", type=existing_file, help="input point cloud")
@@ -81,6 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--prior", type=existing_file, help="prior checkpoint (default: the shipped one)")
     bench.add_argument("--anchors", type=int, default=40, help="agent anchors per scene (default 40)")
     bench.add_argument("--policy", type=existing_file, help="PPO policy checkpoint of the grabs_ppo row (default: the shipped one)")
+    bench.add_argument("--workers", type=int, default=1, help="rooms measured at a time, each in its own one-thread process (default 1: here)")
+    add_executor(bench)
     add_record_flag(bench)
 
     train = add_command(group, "train-prior", cmd_train_prior, "train the object prior on procedural objects (resumes from --out)")
@@ -149,9 +153,10 @@ def cmd_scenes(args: argparse.Namespace) -> None:
     from engines.segmentation.scenes import SceneParams
 
     low, high = args.points
+    executor = executor_spec(args, args.workers)
     with cli_job(args, "scenes ") as (progress, cancel):
         paths = write_scenes(
-            args.out, args.n, args.seed, SceneParams(n_points=low), progress, cancel, args.generator, None if low == high else (low, high)
+            args.out, args.n, args.seed, SceneParams(n_points=low), progress, cancel, args.generator, None if low == high else (low, high), executor
         )
     output(
         args,
@@ -277,12 +282,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     load_policy(args.policy)  # the grabs_ppo row's checkpoint: a bad one fails before the job starts
     params = _params(prior=str(args.prior or ""), anchors=args.anchors, policy=str(args.policy or ""))
+    executor = executor_spec(args, args.workers)
     with cli_job(args, "bench ") as (progress, cancel):
         if len(folders) == 1:  # one set: the record as it always was
             ((gen, folder),) = folders.items()
-            result = run_bench(folder, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel, generator=gen)
+            result = run_bench(folder, params, VARIANTS, args.limit, progress, cancel, gen, executor)
         else:
-            result = run_benches(folders, params, methods=VARIANTS, limit=args.limit, progress=progress, cancel=cancel)
+            result = run_benches(folders, params, VARIANTS, args.limit, progress, cancel, executor)
     table = result.pop("table")
     if args.out:
         from engines.core import write_json
