@@ -112,16 +112,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     average.add_argument("--export", type=output_file, help="also write a small inference-only copy (float16) here")
 
 
-def _configure() -> None:
-    from engines.core import configure_threads
-
-    configure_threads()
-
-
 def cmd_run(args: argparse.Namespace) -> None:
     from engines.planner.runner import RunParams, run
 
-    _configure()
     params = RunParams(
         scenario=str(args.scenario) if args.scenario else None, type=args.type, seed=args.seed, planner=args.planner,
         guidance=args.guidance, samples=args.samples, steps=args.steps, reactive=args.reactive,
@@ -135,7 +128,6 @@ def cmd_run(args: argparse.Namespace) -> None:
 def cmd_suite(args: argparse.Namespace) -> None:
     from engines.planner.suite import SuiteParams, run_suite
 
-    _configure()
     params = SuiteParams(n=args.n, seed=args.seed, planners=tuple(p.strip() for p in args.planners.split(",") if p.strip()),
                          commonroad=not args.no_commonroad, latency_replans=args.latency_replans, workers=args.workers,
                          executor=args.executor, ray_address=args.ray_address,
@@ -156,7 +148,6 @@ def cmd_suite(args: argparse.Namespace) -> None:
 def cmd_crosscheck(args: argparse.Namespace) -> None:
     from engines.planner.crosscheck import CrosscheckParams, run_crosscheck, table
 
-    _configure()
     params = CrosscheckParams(str(args.scenarios), args.split, tuple(p.strip() for p in args.planners.split(",") if p.strip()), args.limit, args.workers)
     from engines.core import write_json
 
@@ -174,13 +165,14 @@ REPLAY_FPS_TARGET = 30.0
 def cmd_replay_fps(args: argparse.Namespace) -> None:
     """The panel's replay speed, measured in the real window: a benchmark (machines are noisy),
     never a test assertion."""
+    from engines.core import configure_threads
     from engines.planner.runner import RunParams, run
 
     from .main import _close_headless, _headless_window, _settle
 
     if not 10 <= args.frames <= 100_000:
         raise EngineError("--frames must be 10 to 100000")
-    _configure()
+    configure_threads()  # no cli_job here: the window's own loop runs the measurement
     episode = run(RunParams(type="dense_traffic", seed=0, planner="pdm", reactive=True)).episode
     app, window = _headless_window(args.size)
     window.show_panel("planner")
@@ -242,7 +234,6 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engines.planner.data import generate_dataset
     from engines.planner.train import TrainParams, check_init, export_inference, resume_state, train
 
-    _configure()
     params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight, slow_weight=args.slow_weight,
                          noise_draws=args.noise_draws, lr=args.lr, init=args.init)
     with cli_job(args, "train ") as (progress, cancel):
@@ -280,12 +271,11 @@ def cmd_average(args: argparse.Namespace) -> None:
 
 def demo(out: Path, progress, cancel) -> dict:
     """Run the embedded example with the guided diffusion planner; write the episode, CSV and a GIF."""
-    from engines.core import configure_threads, resource_path, scaled
+    from engines.core import resource_path, scaled
     from engines.planner.episode import save_csv
     from engines.planner.render import render_video
     from engines.planner.runner import RunParams, run
 
-    configure_threads()
     params = RunParams(scenario=str(resource_path("planner", "example_scenario.json")), planner="diffusion",
                        guidance="collision,drivable,speed,comfort", reactive=True)
     result = run(params, out=out / "planner-episode.json", progress=scaled(progress, 0.0, 0.8), cancel=cancel)

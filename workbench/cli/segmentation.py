@@ -207,7 +207,6 @@ def cmd_run(args: argparse.Namespace) -> None:
         load_policy(args.policy)  # a bad checkpoint fails here, before the read reports progress
     with cli_job(args, "read ", torch=False) as (progress, cancel):  # a bad file fails here, before the segmentation imports torch
         cloud = read_cloud(args.scene, frame=InputFrame(args.units, args.up), progress=_after(progress, 1.0), cancel=cancel)
-    configure_threads()
     if not args.quiet:
         print(f"input: {args.scene.name}: {len(cloud):,} points, {cloud.placement.note}", file=sys.stderr)
     with cli_job(args, "run ") as (progress, cancel):
@@ -259,7 +258,6 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.segmentation.bench import generator_of, run_bench, run_benches
     from engines.segmentation.pipeline import VARIANTS
 
@@ -277,13 +275,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
         raise EngineError(f"--limit must be at least 1 scene, got {args.limit}")
     if args.out and args.out.suffix.lower() != ".json":
         raise EngineError(f"--out {args.out.name}: the record is JSON, so give it a .json name")
-    configure_threads()
     from engines.segmentation.policy import load_policy
 
-    load_policy(args.policy)  # the grabs_ppo row's checkpoint: a bad one fails before the job starts
     params = _params(prior=str(args.prior or ""), anchors=args.anchors, policy=str(args.policy or ""))
     executor = executor_spec(args, args.workers)
     with cli_job(args, "bench ") as (progress, cancel):
+        load_policy(args.policy)  # the grabs_ppo row's checkpoint: a bad one fails before any room is measured
         if len(folders) == 1:  # one set: the record as it always was
             ((gen, folder),) = folders.items()
             result = run_bench(folder, params, VARIANTS, args.limit, progress, cancel, gen, executor)
@@ -298,7 +295,6 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_train_prior(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.segmentation.train import TrainParams, train_prior
 
     try:
@@ -309,9 +305,9 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
         raise EngineError(str(exc)) from None
     if args.threads < 0:
         raise EngineError("--threads must not be negative")
-    configure_threads(args.threads or (1 if args.data_workers else None))  # two threads beside the worker: fewer steps
     log_path = args.out.with_suffix(".log.jsonl")
-    with cli_job(args, "train ") as (progress, cancel):
+    # one thread beside the data worker: two made fewer steps
+    with cli_job(args, "train ", threads=args.threads or (1 if args.data_workers else None)) as (progress, cancel):
         result = train_prior(args.out, params, progress, cancel, log_path=log_path)
     human = f"wrote {result.checkpoint}: {result.steps} steps, {result.wall_seconds / 60:.1f} min, {result.parameters:,} parameters\n"
     human += "\n".join(f"  {k}: {v:.4f}" for k, v in result.metrics.items())
@@ -331,10 +327,8 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
 def cmd_validate_prior(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
-    from engines.core import configure_threads
     from engines.segmentation.train import check_priors
 
-    configure_threads()
     paths = args.prior or [None]
     names = [str(p) if p else "shipped" for p in paths]
     with cli_job(args, "validate-prior ") as (progress, cancel):
@@ -346,14 +340,12 @@ def cmd_validate_prior(args: argparse.Namespace) -> None:
 
 
 def cmd_train_policy(args: argparse.Namespace) -> None:
-    from engines.core import configure_threads
     from engines.segmentation.policy import PolicyTrainParams, train_policy
 
     try:
         params = PolicyTrainParams(minutes=args.minutes, seed=args.seed, rooms=args.rooms)
     except ValueError as exc:
         raise EngineError(str(exc)) from None
-    configure_threads()
     with cli_job(args, "train-policy ") as (progress, cancel):
         result = train_policy(args.out, params, args.prior, progress, cancel)
     human = (
@@ -366,13 +358,11 @@ def cmd_train_policy(args: argparse.Namespace) -> None:
 
 def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict:
     """Segment the embedded example room; write the labelled PLY, JSON summary and ScanNet layout."""
-    from engines.core import configure_threads
     from engines.segmentation.example import example_cloud
     from engines.segmentation.export import export_json, export_ply, export_scannet
     from engines.segmentation.metrics import evaluate
     from engines.segmentation.pipeline import SegmentParams, segment
 
-    configure_threads()
     cloud = example_cloud()
     result = segment(cloud, SegmentParams(), progress, cancel)
     export_ply(out / "example_pred.ply", cloud, result)
