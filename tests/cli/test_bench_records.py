@@ -85,7 +85,10 @@ def test_a_file_that_is_no_record_is_refused(tmp_path: Path) -> None:
 def test_the_makefile_bench_target_records_every_benchmark_command() -> None:
     """Every benchmark of `make bench` writes a record, and each command takes --record."""
     planned, setup = _renderer().planned_benchmarks(ROOT / "Makefile")
-    assert len(planned) >= 8 and setup == ["workbench segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation"]
+    assert len(planned) >= 8 and setup == [
+        "workbench segmentation scenes --n 20 --seed 1000 --out bench-data/segmentation",
+        "workbench segmentation scenes --generator eval --n 20 --seed 9000 --out bench-data/segmentation-eval",
+    ]
     parser = build_parser()
     for item in planned:
         args = parser.parse_args([*item.command.split()[1:], "--record", "r.json"])
