@@ -138,7 +138,9 @@ def test_several_noise_draws_per_scene_predict_what_encoding_each_copy_would() -
     copies = {k: v.repeat_interleave(draws, dim=0) for k, v in x.items()}
     each = scene_denoiser(model, copies, valid_now)(x_t, t)
     assert shared.shape == x_t.shape
-    assert torch.allclose(shared, each, atol=1e-5)
+    # float32 round-off only: outputs reach ~60 with these random weights, and the batched and the
+    # per-copy passes add in different orders (2.7e-5 apart with torch 2.13)
+    assert torch.allclose(shared, each, rtol=1e-5, atol=1e-4)
     other_scene = scene_denoiser(model, {k: v.flip(0) for k, v in x.items()}, valid_now, draws)(x_t, t)
     assert not torch.allclose(shared, other_scene, atol=1e-3)  # the scene reaches the prediction
 
