@@ -47,6 +47,20 @@ class Capture:
         return lines[-1][:limit] if lines else ""
 
 
+def say_to_terminal(text: str) -> None:
+    """Write ``text`` to the real standard error even while a read in another thread has fd 2
+    sent to the scratch file: a command's one ``error:`` line must never land there, nor be lost
+    when the process exits with a read still in progress."""
+    with _lock:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if _saved_fd is None:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        else:
+            os.write(_saved_fd, text.encode("utf-8", "replace"))
+
+
 def _redirect() -> int:
     """Point fd 2 at the shared scratch file (first reader only); the offset this reader starts at."""
     global _depth, _saved_fd, _scratch

@@ -90,3 +90,20 @@ def test_a_cloud_spread_over_1e30_is_one_sentence() -> None:
     for method in ("grabs", "dbscan"):
         with pytest.raises(EngineError, match=r"the cloud spans 2e\+30 m, over the 1e\+05 m a scene may span"):
             segment(PointCloud(points), SegmentParams(method=method))
+
+
+def test_the_error_line_reaches_the_terminal_while_a_read_elsewhere_captures_stderr(capfd) -> None:
+    """A panel's background read sends fd 2 to a scratch file; the command's error line, written
+    meanwhile, still reaches the real stderr (in CI it was lost: exit code 2 and nothing said)."""
+    import os
+
+    from engines.core.capture import captured, say_to_terminal
+
+    with captured() as capture:
+        os.write(2, b"library noise\n")
+        say_to_terminal("error: the one sentence\n")
+    err = capfd.readouterr().err
+    assert err == "error: the one sentence\n"
+    assert capture.text == "library noise"
+    say_to_terminal("error: and without a capture\n")
+    assert capfd.readouterr().err == "error: and without a capture\n"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.core import METHODS, Cancelled, EngineError
+from engines.core.capture import say_to_terminal
 from engines.core.device import env_threads
 
 from .common import ArgumentParser, add_command, add_record_flag, check_outputs, cli_job, output, output_file, output_folder, parse_size
@@ -68,19 +69,19 @@ def main(argv: list[str] | None = None) -> int:
         result = args.handler(args)
         return int(result) if isinstance(result, int) else 0
     except EngineError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        say_to_terminal(f"error: {exc}\n")
         return 2
     except Cancelled:
-        sys.stderr.write("error: cancelled by the user\n")
+        say_to_terminal("error: cancelled by the user\n")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
+        say_to_terminal("error: interrupted\n")
         return 2
     except BrokenPipeError:
         return 0
     except OSError as exc:  # the file system said no (a read-only folder, a full disk, a path through a file)
         where = f"{exc.filename}: " if exc.filename else ""
-        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        say_to_terminal(f"error: {where}{exc.strerror or exc}\n")
         return 2
 
 
