@@ -193,9 +193,8 @@ def run_bench(
     touch = {m: [sum(r.touching[m][0] for r in rooms), sum(r.touching[m][1] for r in rooms)] for m in methods}
     per_scene = [r.row for r in rooms]
     points = [r.points for r in rooms]
-    files = [Path(folder) / r.row["scene"] for r in rooms]
     progress(1.0, "scoring")
-    out: dict = {"generator": generator, "scenes": len(files), "points_per_scene": float(np.mean(points)), "methods": {}, "per_scene": per_scene,
+    out: dict = {"generator": generator, "scenes": len(rooms), "points_per_scene": float(np.mean(points)), "methods": {}, "per_scene": per_scene,
                  "failed": failed}
     for method in methods:
         res, conf = evaluate(preds[method]), evaluate(confirmed[method])
@@ -215,10 +214,10 @@ def run_bench(
     pooled = {method: PooledAP(preds[method]) for method in methods}
     for method in methods:  # how far the pooled AP could move on another draw of rooms
         for key, thr in (("ap50", 0.5), ("ap25", 0.25)):
-            out["methods"][method][f"{key}_ci95"] = statistic_interval(len(files), lambda idx: pooled[method].at(thr, idx)).as_list()
+            out["methods"][method][f"{key}_ci95"] = statistic_interval(len(rooms), lambda idx: pooled[method].at(thr, idx)).as_list()
     if "grabs" in out["methods"] and "dbscan" in out["methods"]:
         g, d = out["methods"]["grabs"], out["methods"]["dbscan"]
-        margin = statistic_interval(len(files), lambda idx: pooled["grabs"].at(0.5, idx) - pooled["dbscan"].at(0.5, idx))
+        margin = statistic_interval(len(rooms), lambda idx: pooled["grabs"].at(0.5, idx) - pooled["dbscan"].at(0.5, idx))
         out["comparison"] = {
             "ap50_minus_dbscan": g["ap50"] - d["ap50"],
             "ap50_minus_dbscan_ci95": margin.as_list(),
