@@ -8,13 +8,14 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
-    QProgressBar, QPushButton, QSlider, QSpinBox, QStyle, QToolButton, QVBoxLayout, QWidget,
+    QPushButton, QSlider, QSpinBox, QStyle, QToolButton, QVBoxLayout, QWidget,
 )
 
 from engines.core import resource_path
 from engines.planner.guidance_config import DEFAULT_WEIGHTS, SAFETY_TERMS, TERMS
 from engines.planner.params import PLANNERS
 
+from ..run_controls import RunControls
 from .session import CAMERAS, COMPARE, LAYERS, SAMPLES_RANGE, SEED_RANGE, SPEEDS, STEPS_RANGE, WEIGHT_RANGE, PlannerSession
 
 DEFAULTS = PlannerSession()
@@ -34,22 +35,18 @@ class PlannerControls(QWidget):
         lay.addWidget(self._scenario_box())
         lay.addWidget(self._planner_box())
         lay.addWidget(self._guidance_box())
-        self.run_btn = QPushButton("Run")
-        self.run_btn.setToolTip("Simulate the scenario with the planner (Ctrl+R)")
+        self.run = RunControls("Run", text_in_bar=True)
+        self.run.run_button.setToolTip("Simulate the scenario with the planner (Ctrl+R)")
         self.rerun_btn = QPushButton("Re-run from this frame")
         self.rerun_btn.setToolTip("Keep everything up to the current frame, then drive on with the settings above (and a dragged agent)")
         self.cutin_btn = QPushButton("Inject a cut-in and re-run")
         self.denoise_btn = QPushButton("Show denoising of this replan")
-        self.cancel_btn = QPushButton("Cancel")
-        for b in (self.run_btn, self.rerun_btn, self.cutin_btn, self.denoise_btn, self.cancel_btn):
+        lay.addWidget(self.run)
+        for b in (self.rerun_btn, self.cutin_btn, self.denoise_btn):
             lay.addWidget(b)
         self.pending_label = QLabel(PENDING_HINT)
         self.pending_label.setWordWrap(True)
         lay.addWidget(self.pending_label)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(True)
-        lay.addWidget(self.progress)
         lay.addWidget(self._layers_box())
         lay.addStretch(1)
 

@@ -50,11 +50,8 @@ class PlannerPanel(MethodPanel):
         self.denoise_timer.setInterval(400)
         self.denoise_timer.timeout.connect(self._denoise_tick)
         self._build()
-        progress = self.controls.progress
         self.runner.finished.connect(self._on_result)
-        self.runner.progress.connect(lambda f, t: (progress.setValue(int(1000 * f)), progress.setFormat(t)))
-        self.runner.started.connect(lambda *_: self._busy(True))
-        self.runner.done.connect(lambda: self._busy(False))
+        self.controls.run.follow(self.runner)
         # exports and folder suites on slots of their own: neither cancels a simulation, nor it them
         self.exporter = self.add_runner("planner-export", finished=self.show_info)
         self.folder_runner = self.add_runner("planner-folder", finished=self.folder.show_scores, controls=self.folder.controls)
@@ -115,11 +112,10 @@ class PlannerPanel(MethodPanel):
 
     def _wire(self) -> None:
         c, t, d = self.controls, self.timeline, self.denoise_bar
-        c.run_btn.clicked.connect(self.run_clicked)
+        c.run.run_button.clicked.connect(self.run_clicked)
         c.rerun_btn.clicked.connect(self.rerun_clicked)
         c.cutin_btn.clicked.connect(self.cut_in_clicked)
         c.denoise_btn.clicked.connect(self.denoise_clicked)
-        c.cancel_btn.clicked.connect(self.runner.cancel)
         c.layers.itemChanged.connect(self._layers_changed)
         c.camera.currentIndexChanged.connect(self.view.set_camera)
         self.view.agentDropped.connect(self._agent_dropped)
@@ -159,17 +155,10 @@ class PlannerPanel(MethodPanel):
         slot()
         ev.accept()
 
-    def _busy(self, busy: bool) -> None:
-        self.controls.run_btn.setEnabled(not busy)
-        self.controls.cancel_btn.setEnabled(busy)
-        if not busy:
-            self.controls.progress.setValue(1000 if self.loaded else 0)
-
     def _set_enabled(self, has_episode: bool) -> None:
         c, t = self.controls, self.timeline
         for w in (c.rerun_btn, c.cutin_btn, c.denoise_btn, t.first_btn, t.prev_btn, t.play_btn, t.next_btn, t.last_btn, t.slider, t.violation_btn):
             w.setEnabled(has_episode)
-        c.cancel_btn.setEnabled(False)
 
     # Parameters ---------------------------------------------------------------------------------
     def params(self, planner: str | None = None, trace_step: int | None = None):
