@@ -10,7 +10,9 @@ checkpoints and reports progress.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -70,6 +72,19 @@ class Group:
 
     def _device(self) -> torch.device:
         return torch.device("cuda", self.local_rank) if torch.distributed.get_backend() == "nccl" else torch.device("cpu")
+
+
+class LossModule(torch.nn.Module):
+    """``loss(model, *args)`` as one call of a module that holds ``model``: the form
+    DistributedDataParallel wraps (it averages the gradients of what a call of its module computed)."""
+
+    def __init__(self, model: torch.nn.Module, loss: Callable[..., Any]) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+
+    def forward(self, *args: Any) -> Any:
+        return self.loss(self.model, *args)
 
 
 def launched() -> bool:

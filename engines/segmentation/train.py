@@ -7,6 +7,16 @@ latent, and the pose head's loss (yaw up to the shape's symmetry, pitch and roll
 A curriculum starts on uncluttered objects (the first quarter of the budget), then adds GrabS's
 clutter to most samples. The learning rate follows the wall-clock budget (flat, then a cosine
 decay over the last 40%).
+
+Launched by torchrun as several processes (see ``engines.core.distributed``), each process makes
+its own share of every global batch of ``--batch`` samples from its own stream (seeded by its
+rank, with its own pool of ``--pool`` objects), and DDP averages the gradients. Unlike the
+planner and the sketcher, the processes do not see the batches one process would: the stream
+draws pool refreshes and samples from one generator in sequence, so only by making the whole
+1-process batch could a process know its rows, and samples (posed partial views and signed
+distances) are the costly part of a step (see ``engines.core.batch_stream``): every process would
+do all of the data work. They follow the 1-process loss curve statistically (the same global
+batch size, samples of the same kind), not to the digit.
 """
 from __future__ import annotations
 
@@ -20,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, seed_everything
+from engines.core import Cancelled, CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress, seed_everything
 from engines.core.batch_stream import BatchStream
 
 from .prior_data import HELD_OUT_CATEGORIES, TRAIN_CATEGORIES, ObjectPool, Sample, make_sample
@@ -49,6 +59,7 @@ class TrainParams:
     data_workers: int = 1  # samples made in a second process (see ``engines.core.batch_stream``)
     model: str = "base"  # a key of ``prior.MODEL_SIZES``
     voxel: float = 0.03  # encoder input voxel size (normalised units); 0 = none
+    max_steps: int | None = None  # stop once the run has this many steps in all (tests); the minutes still bound it
 
     def __post_init__(self) -> None:
         from .prior import MODEL_SIZES
@@ -63,6 +74,8 @@ class TrainParams:
             raise ValueError("pool and val_size must be at least 2")
         if self.batch < 2 or self.inputs < 32 or self.queries < 32:
             raise ValueError("batch >= 2, inputs >= 32, queries >= 32")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -74,14 +87,15 @@ class TrainResult:
     metrics: dict[str, float]
 
 
-def training_samples(seed: tuple[int, int], params: TrainParams, knob) -> Iterator[list[Sample]]:
-    """The endless stream of training batches; ``knob.value`` is the share of cluttered samples."""
+def training_samples(seed: tuple[int, ...], params: TrainParams, rows: int, knob) -> Iterator[list[Sample]]:
+    """The endless stream of training batches of ``rows`` samples (a process's share of ``params.batch``);
+    ``knob.value`` is the share of cluttered samples."""
     rng = np.random.default_rng(list(seed))
     pool = ObjectPool(params.pool, rng)
     while True:
         pool.refresh(params.refresh)
         clutter = knob.value
-        yield [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter), voxel=params.voxel) for _ in range(params.batch)]
+        yield [make_sample(pool, rng, params.inputs, params.queries, clutter=bool(rng.random() < clutter), voxel=params.voxel) for _ in range(rows)]
 
 
 def _batch(samples: list[Sample]):
@@ -214,14 +228,23 @@ def _clutter_share(frac: float, params: TrainParams) -> float:
 
 def train_prior(out: Path, params: TrainParams = TrainParams(), progress: ProgressFn = no_progress,
                 cancel: CancelToken = NEVER_CANCELLED, log_path: Path | None = None) -> TrainResult:
-    """Train for ``params.minutes`` more minutes, resuming from ``out`` when it exists."""
+    """Train for ``params.minutes`` more minutes, resuming from ``out`` when it exists.
+
+    Under torchrun each process trains on its own ``params.batch`` / processes samples a step (see
+    the module's docstring); rank 0 alone reports, logs, validates and writes the checkpoint (its
+    result holds the metrics)."""
     import torch
 
     from engines.core import configure_threads
+    from engines.core.distributed import LossModule, setup
 
     from .prior import MODEL_SIZES, ObjectPrior, count_parameters, load_checkpoint, save_checkpoint
 
     configure_threads()
+    group = setup()
+    group.share(params.batch)  # a batch that does not split over the processes fails before the pool is built
+    if not group.main:
+        progress, log_path = no_progress, None
     out = Path(out)
     state = {"step": 0, "elapsed_s": 0.0, "seed": params.seed, "history": []}
     model = ObjectPrior(replace(MODEL_SIZES[params.model], voxel=params.voxel))
@@ -238,15 +261,18 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
         if state.get("seed", params.seed) != params.seed:
             raise EngineError(f"{out.name} was trained with seed {state['seed']}; resume with --seed {state['seed']} or use a new --out")
     model.train()
-    seed_everything(params.seed + int(state["step"]))
-    val = validation_set(params.seed, params.val_size, params.inputs, params.queries)
-    val_unseen = validation_set(params.seed, params.val_size // 2, params.inputs, params.queries, HELD_OUT_CATEGORIES)
+    seed_everything(params.seed + int(state["step"]) + 1_000_003 * group.rank)  # each process its own latent noise and pose draws
+    if group.main:
+        val = validation_set(params.seed, params.val_size, params.inputs, params.queries)
+        val_unseen = validation_set(params.seed, params.val_size // 2, params.inputs, params.queries, HELD_OUT_CATEGORIES)
     budget = params.minutes * 60.0
     start_elapsed = float(state["elapsed_s"])
     total_planned = start_elapsed + budget
     progress(0.0, "building the object pool")
-    stream = BatchStream(training_samples, ((params.seed, int(state["step"])), params), params.data_workers,
+    seed = (params.seed, int(state["step"])) + ((group.rank,) if group.world > 1 else ())  # alone: the stream of before
+    stream = BatchStream(training_samples, (seed, params, params.batch // group.world), params.data_workers,
                          knob=_clutter_share(start_elapsed / total_planned, params))
+    loss_of = group.wrap(LossModule(model, losses))
     running: dict[str, float] = {}
     log = None
     try:
@@ -257,24 +283,26 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
             log = open(log_path, "a")
         t0 = last_save = time.monotonic()
         while True:
-            spent = time.monotonic() - t0
-            if spent >= budget or cancel.cancelled():
+            # every process takes the slowest clock and any cancel, so that all stop at the same step
+            spent, cancelled = group.agree_max([time.monotonic() - t0, float(cancel.cancelled())])
+            if spent >= budget or cancelled or (params.max_steps is not None and state["step"] >= params.max_steps):
                 break
             frac = (start_elapsed + spent) / total_planned
             decay = min(max((frac - 0.6) / 0.4, 0.0), 1.0)
             for g in optimizer.param_groups:
                 g["lr"] = params.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * decay)))
             stream.set_knob(_clutter_share(frac, params))
-            parts = losses(model, *_batch(next(batches)), params)
+            parts = loss_of(*_batch(next(batches)), params)
             optimizer.zero_grad(set_to_none=True)
             parts["total"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             state["step"] = int(state["step"]) + 1
-            for k, v in parts.items():
-                running[k] = 0.98 * running.get(k, float(v.detach())) + 0.02 * float(v.detach())
+            # the mean over the processes: the losses on the whole global batch, the same on every process
+            for k, v in zip(parts, group.mean([float(v.detach()) for v in parts.values()])):
+                running[k] = 0.98 * running.get(k, v) + 0.02 * v
             progress(spent / budget, f"step {state['step']}  L1 {running['l1']:.4f}  pose {running['pose']:.3f}")
-            if time.monotonic() - last_save >= params.save_every_s:
+            if group.main and time.monotonic() - last_save >= params.save_every_s:
                 state["elapsed_s"] = start_elapsed + time.monotonic() - t0
                 entry = {"step": state["step"], "elapsed_s": round(state["elapsed_s"], 1), **{k: round(v, 5) for k, v in running.items()}}
                 state["history"] = list(state.get("history", [])) + [entry]
@@ -284,15 +312,19 @@ def train_prior(out: Path, params: TrainParams = TrainParams(), progress: Progre
                 save_checkpoint(out, model, optimizer, state)
                 last_save = time.monotonic()
         state["elapsed_s"] = start_elapsed + time.monotonic() - t0
-        progress(0.99, "validating")
-        state["metrics"] = validate(model, val)
-        state["metrics"].update({f"held_out_{k}": v for k, v in validate(model, val_unseen).items() if k in ("mask_iou", "trivial_iou")})
-        state["metrics"].update({k: float(v) for k, v in running.items()})
-        save_checkpoint(out, model, optimizer, state)
+        metrics: dict[str, float] = {}
+        if group.main:
+            progress(0.99, "validating")
+            metrics = state["metrics"] = validate(model, val)
+            metrics.update({f"held_out_{k}": v for k, v in validate(model, val_unseen).items() if k in ("mask_iou", "trivial_iou")})
+            metrics.update({k: float(v) for k, v in running.items()})
+            save_checkpoint(out, model, optimizer, state)
+        group.wait_all()  # every process leaves after rank 0 wrote the checkpoint
     finally:
         stream.close()
         if log:
             log.close()
-    cancel.raise_if_cancelled()
+    if cancelled or cancel.cancelled():  # agreed by every process, or here during validation
+        raise Cancelled("cancelled by the user")
     progress(1.0, "done")
-    return TrainResult(str(out), int(state["step"]), float(state["elapsed_s"]), count_parameters(model), state["metrics"])
+    return TrainResult(str(out), int(state["step"]), float(state["elapsed_s"]), count_parameters(model), metrics)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -84,6 +84,10 @@ class Batch:
     target: np.ndarray  # (B, 64, 64) bool
     current: np.ndarray  # (B, 64, 64) bool
     remaining: np.ndarray  # (B,) edits left on the path, this one included
+
+    def rows(self, share: slice) -> Batch:
+        """These rows of the batch: a training process's share of the global batch (padding kept)."""
+        return Batch(**{f.name: getattr(self, f.name)[share] for f in fields(self)})
 
 
 def sample_target(rng: random.Random, primitive_weights: tuple[int, ...]) -> tuple:

@@ -295,6 +295,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_train_prior(args: argparse.Namespace) -> None:
+    from engines.core.distributed import finish, rank
     from engines.segmentation.train import TrainParams, train_prior
 
     try:
@@ -308,7 +309,12 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     log_path = args.out.with_suffix(".log.jsonl")
     # one thread beside the data worker: two made fewer steps
     with cli_job(args, "train ", threads=args.threads or (1 if args.data_workers else None)) as (progress, cancel):
-        result = train_prior(args.out, params, progress, cancel, log_path=log_path)
+        try:
+            result = train_prior(args.out, params, progress, cancel, log_path=log_path)
+        finally:
+            finish()
+    if rank() != 0:
+        return  # under torchrun: rank 0 reports for all
     human = f"wrote {result.checkpoint}: {result.steps} steps, {result.wall_seconds / 60:.1f} min, {result.parameters:,} parameters\n"
     human += "\n".join(f"  {k}: {v:.4f}" for k, v in result.metrics.items())
     output(

@@ -82,6 +82,7 @@ def _add_polish_flags(parser: argparse.ArgumentParser, d: SearchParams) -> None:
 def cmd_train(args: argparse.Namespace) -> None:
     import sys
 
+    from engines.core.distributed import finish, rank
     from engines.sketcher.train import TrainParams, train
 
     params = TrainParams(
@@ -95,7 +96,12 @@ def cmd_train(args: argparse.Namespace) -> None:
     )
     lines = None if args.quiet or args.json else (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
     with cli_job(args, "train ", threads=args.threads) as (progress, cancel):
-        result = train(params, progress=progress if lines is None else (lambda f, t: None), cancel=cancel, partial=lines)
+        try:
+            result = train(params, progress=progress if lines is None else (lambda f, t: None), cancel=cancel, partial=lines)
+        finally:
+            finish()
+    if rank() != 0:
+        return  # under torchrun: rank 0 reports for all
     human = f"trained {result.steps - result.resumed_from_step} steps ({result.total_seconds / 60:.1f} min in all) -> {result.out}\n" + "\n".join(
         f"  {k}: {v}" for k, v in result.metrics.items()
     )

@@ -59,7 +59,7 @@ def test_short_training_writes_and_resumes(tmp_path: Path) -> None:
 
 def _samples(workers: int, clutter: float) -> list:
     params = TrainParams(batch=3, pool=4, inputs=64, queries=64)
-    with BatchStream(training_samples, ((0, 0), params), workers, knob=clutter) as stream:
+    with BatchStream(training_samples, ((0, 0), params, params.batch), workers, knob=clutter) as stream:
         return [s for batch in itertools.islice(stream, 3) for s in batch]
 
 
