@@ -18,6 +18,9 @@ import contextlib
 import contextvars
 import logging
 import os
+import re
+import socket
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,6 +39,10 @@ RAY_OBJECT_STORE_BYTES = 128 * 1024 * 1024  # a local Ray's object store: result
 # A local Ray shares this machine with the work it runs: on a busy machine its own node missed
 # Ray's default health checks and was declared dead. Two minutes of silence, here.
 PATIENT_HEALTH_CHECKS = {"health_check_period_ms": 5000, "health_check_timeout_ms": 20000, "health_check_failure_threshold": 24}
+# ray.init keeps retrying, for many minutes, an address where no Ray answers: a plain TCP connection
+# first, given this long, turns a cluster that is down or mistyped into one sentence.
+REACH_TIMEOUT_S = 5.0
+_HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
 
 _current_cancel: contextvars.ContextVar[CancelToken] = contextvars.ContextVar("executor_cancel", default=NEVER_CANCELLED)
 
@@ -44,6 +51,15 @@ def current_cancel() -> CancelToken:
     """The batch's cancel token when a task runs in the caller's process, else one never set:
     a task run in this process can stop mid-way; remote ones are stopped by their executor."""
     return _current_cancel.get()
+
+
+def ray_address_problem(address: str) -> str | None:
+    """Why ``address`` cannot name a Ray cluster (one sentence), or None when it can: "auto" or
+    HOST:PORT. The CLI and the Preferences dialog check with this one rule."""
+    match = _HOST_PORT.fullmatch(address)
+    if address == "auto" or (match and 1 <= int(match["port"]) <= 65535):
+        return None
+    return f"a Ray address is 'auto' or HOST:PORT (such as 10.0.0.5:6379), not {address!r}"
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,16 @@ class ExecutorSpec:
             raise EngineError("--workers must be at least 1")
         if self.address is not None and self.kind != "ray":
             raise EngineError("--ray-address goes with --executor ray")
+        problem = None if self.address is None else ray_address_problem(self.address)
+        if problem:
+            raise EngineError(problem)
+
+    def describe(self) -> str:
+        """Where a batch runs, for a status line: "on this machine, 1 worker", "on Ray (auto), 4 workers"."""
+        workers = f"{self.workers} worker{'' if self.workers == 1 else 's'}"
+        if self.kind != "ray":
+            return f"on this machine, {workers}"
+        return f"on Ray ({self.address}), {workers}" if self.address else f"on a Ray started here, {workers}"
 
 
 @dataclass(frozen=True)
@@ -253,6 +279,7 @@ class RayExecutor:
         self, fn: Callable[[Any], Any], items: Sequence[Any], cancel: CancelToken = NEVER_CANCELLED, *, ordered: bool = True
     ) -> Iterator[TaskResult]:
         ray = connect(self.address, self.workers)
+        cancel.raise_if_cancelled()  # starting or joining a Ray takes a while: the user may have given up
         remote = ray.remote(num_cpus=1, max_retries=1, retry_exceptions=False)(_ray_call)
         order = _Ordering(ordered)
         queue = list(range(len(items)))
@@ -285,30 +312,55 @@ def _ray_call(initializer: Callable[[], None] | None, fn: Callable[[Any], Any], 
     return _call(fn, item)
 
 
+_connecting = threading.Lock()
+_joined: tuple[str | None, int] | None = None  # what this process's Ray was started or joined for by connect
+
+
 def connect(address: str | None, workers: int = 1):
     """Ray, initialised once per process: joined to the cluster at ``address``, or a Ray started
-    here with ``workers`` CPUs. Returns the ``ray`` module."""
+    here with ``workers`` CPUs. Asked for another cluster, or a local Ray of another size (a long-
+    lived window whose preferences changed), it leaves the one it has first. Returns the ``ray`` module."""
+    global _joined
     try:
         import ray
     except ImportError:
         raise EngineError("--executor ray needs the 'ray' package: pip install ray") from None
-    if ray.is_initialized():
-        return ray
-    try:
-        if address is None:
-            root = str(Path(__file__).resolve().parents[2])  # workers import this checkout's engines
-            env = {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])), "OMP_NUM_THREADS": "1"}
-            ray.init(
-                num_cpus=workers,
-                object_store_memory=RAY_OBJECT_STORE_BYTES,
-                include_dashboard=False,
-                runtime_env={"env_vars": env},
-                logging_level=logging.WARNING,
-                log_to_driver=False,
-                _system_config=PATIENT_HEALTH_CHECKS,
-            )
-        else:
-            ray.init(address=address, logging_level=logging.WARNING)
-    except ConnectionError as exc:
-        raise EngineError(f"cannot reach a Ray cluster at {address}: {exc}") from None
+    wanted = (address, workers if address is None else 0)  # a cluster's size is its own
+    with _connecting:
+        if ray.is_initialized() and _joined in (None, wanted):  # None: initialised by its caller, not here
+            return ray
+        if address not in (None, "auto"):
+            _check_reachable(address)  # before leaving the Ray this process has
+        if ray.is_initialized():
+            ray.shutdown()
+            _joined = None
+        try:
+            if address is None:
+                root = str(Path(__file__).resolve().parents[2])  # workers import this checkout's engines
+                env = {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])), "OMP_NUM_THREADS": "1"}
+                ray.init(
+                    num_cpus=workers,
+                    object_store_memory=RAY_OBJECT_STORE_BYTES,
+                    include_dashboard=False,
+                    runtime_env={"env_vars": env},
+                    logging_level=logging.WARNING,
+                    log_to_driver=False,
+                    _system_config=PATIENT_HEALTH_CHECKS,
+                )
+            else:
+                ray.init(address=address, logging_level=logging.WARNING)
+        except ConnectionError as exc:
+            first = str(exc).split(". ")[0].rstrip(".")  # Ray's first sentence; the rest names its CLI flags
+            raise EngineError(f"cannot reach a Ray cluster at {address}: {first[:1].lower()}{first[1:]}") from None
+        _joined = wanted
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """EngineError unless something accepts a connection at HOST:PORT within ``REACH_TIMEOUT_S``."""
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise EngineError(f"cannot reach a Ray cluster at {address}: {reason[:1].lower()}{reason[1:]}") from None

@@ -1,17 +1,21 @@
 """The local executor: results in item order for any worker count, a raising task is reported and
 counted while the rest completes, a killed worker's task goes again once, then counts as failed.
-(The same behaviour on Ray: tests/engines/test_ray.py.)"""
+(The same behaviour on Ray: tests/engines/test_ray.py.) How the Ray path cancels, joins and
+refuses addresses is checked here against a stand-in ``ray`` module: no Ray starts."""
 
 from __future__ import annotations
 
 import logging
+import socket
+import sys
+import types
 from functools import partial
 from pathlib import Path
 
 import pytest
 
-from engines.core import Cancelled, CancelToken, EngineError
-from engines.core.executor import ExecutorSpec, LocalExecutor, current_cancel, failure_count, run_tasks
+from engines.core import Cancelled, CancelToken, EngineError, executor
+from engines.core.executor import ExecutorSpec, LocalExecutor, connect, current_cancel, failure_count, ray_address_problem, run_tasks
 
 from .executor_tasks import die, square_or_raise
 
@@ -67,3 +71,100 @@ def test_bad_specs_are_user_errors() -> None:
         ExecutorSpec("local", 0).check()
     with pytest.raises(EngineError, match="goes with --executor ray"):
         ExecutorSpec("local", 2, "auto").check()
+    for bad in ("localhost", "head:0", "head:65536", "http://head:6379", "two words:1", ""):
+        assert ray_address_problem(bad) is not None
+        with pytest.raises(EngineError, match="a Ray address is 'auto' or HOST:PORT"):
+            ExecutorSpec("ray", 1, bad).check()
+    for good in ("auto", "10.0.0.5:6379", "head-node.example.org:6379", "[::1]:6379"):
+        assert ray_address_problem(good) is None
+        ExecutorSpec("ray", 1, good).check()
+
+
+def test_describe_says_where_a_batch_runs() -> None:
+    assert ExecutorSpec().describe() == "on this machine, 1 worker"
+    assert ExecutorSpec("ray", 4, "auto").describe() == "on Ray (auto), 4 workers"
+    assert ExecutorSpec("ray", 2).describe() == "on a Ray started here, 2 workers"
+
+
+class FakeRay(types.ModuleType):
+    """What RayExecutor and connect use of ``ray``, recording the calls; ``wait`` cancels the batch
+    (as the user's Cancel would) while its first tasks are under way."""
+
+    exceptions = types.SimpleNamespace(RayError=RuntimeError)
+
+    def __init__(self, cancel: CancelToken | None = None) -> None:
+        super().__init__("ray")
+        self.cancel_token, self.initialised = cancel, False
+        self.submitted: list[object] = []
+        self.cancelled: list[tuple[object, bool]] = []
+        self.calls: list[tuple] = []
+
+    def is_initialized(self) -> bool:
+        return self.initialised
+
+    def init(self, **kwargs) -> None:
+        self.calls.append(("init", kwargs.get("address"), kwargs.get("num_cpus")))
+        self.initialised = True
+
+    def shutdown(self) -> None:
+        self.calls.append(("shutdown",))
+        self.initialised = False
+
+    def remote(self, **_options):
+        return lambda fn: types.SimpleNamespace(remote=self._submit)
+
+    def _submit(self, *_args) -> object:
+        ref = object()
+        self.submitted.append(ref)
+        return ref
+
+    def wait(self, refs, num_returns, timeout):
+        self.cancel_token.cancel()
+        return [], refs
+
+    def cancel(self, ref, force: bool = False) -> None:
+        self.cancelled.append((ref, force))
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """Installs a stand-in ``ray`` and forgets what this process joined before."""
+
+    def install(cancel: CancelToken | None = None) -> FakeRay:
+        ray = FakeRay(cancel)
+        monkeypatch.setitem(sys.modules, "ray", ray)
+        monkeypatch.setattr(executor, "_joined", None)
+        return ray
+
+    return install
+
+
+def test_cancel_stops_the_ray_tasks_under_way(fake_ray) -> None:
+    cancel = CancelToken()
+    ray = fake_ray(cancel)
+    ray.initialised = True  # a Ray its caller started
+    with pytest.raises(Cancelled):
+        list(run_tasks(square_or_raise, [1, 2, 3], ExecutorSpec("ray", 2), cancel))
+    assert len(ray.submitted) == 2  # two workers: two tasks in flight, the third never sent
+    assert ray.cancelled == [(ref, True) for ref in ray.submitted]  # both stopped, their workers killed
+
+
+def test_a_changed_ray_choice_applies_to_the_next_batch(fake_ray) -> None:
+    ray = fake_ray()
+    connect(None, 1)
+    connect(None, 1)  # the same choice: the Ray already started
+    assert ray.calls == [("init", None, 1)]
+    connect(None, 2)  # more workers: a local Ray of that size
+    connect("auto")  # a cluster instead
+    assert ray.calls[1:] == [("shutdown",), ("init", None, 2), ("shutdown",), ("init", "auto", None)]
+
+
+def test_an_unreachable_cluster_is_one_sentence_and_keeps_the_ray_it_had(fake_ray) -> None:
+    ray = fake_ray()
+    connect(None, 1)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(EngineError, match=rf"^cannot reach a Ray cluster at 127\.0\.0\.1:{port}: connection refused$"):
+        connect(f"127.0.0.1:{port}")
+    assert ray.calls == [("init", None, 1)] and ray.initialised
