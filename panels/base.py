@@ -17,6 +17,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QStyle, QToolButton, QVBoxLayout, QWidget
 
+from engines.core.executor import ExecutorSpec
+
 if TYPE_CHECKING:
     from workbench.jobs import JobManager, JobRunner
 
@@ -46,6 +48,8 @@ class PanelContext:
     add_recent: Callable[[str], None] = lambda path: None
     # The shell's PNG writer for a view (OpenGL included), atomic; None where no shell is (a bare test).
     save_png: Callable[[QWidget, Path], Path] | None = None
+    # Where batch runs go (Preferences ▸ Batch runs), asked at each run; this machine, one worker, in a bare test.
+    executor: Callable[[], ExecutorSpec] = ExecutorSpec
 
 
 class MessageBar(QWidget):

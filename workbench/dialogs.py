@@ -11,21 +11,28 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QGroupBox,
     QLabel,
+    QLineEdit,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from engines.core import default_threads
+from engines.core.executor import ray_address_problem
 
 from . import __version__
 from .settings import Settings
 from .theme import THEMES
 
+BATCH_RUNS = {"local": "this machine", "ray": "Ray cluster"}  # the executor preference and what the dialog calls it
+
 
 class PreferencesDialog(QDialog):
-    """Device, torch threads and theme. Threads apply at the next start (torch allows it once)."""
+    """Device, torch threads, theme and where batch runs go. Threads apply at the next start (torch
+    allows it once); the rest at once. A bad Ray address is refused here, in one sentence, rather
+    than at the next run."""
 
     applied = Signal(dict)
 
@@ -50,19 +57,63 @@ class PreferencesDialog(QDialog):
         form.addRow("Theme", self.theme)
         note = QLabel("A new thread count takes effect at the next start.")
         note.setWordWrap(True)
+        self.executor = QComboBox()
+        for kind, text in BATCH_RUNS.items():
+            self.executor.addItem(text, kind)
+        self.executor.setCurrentIndex(max(0, self.executor.findData(settings.preference("executor"))))
+        self.executor.setToolTip("Where the planner's suite on a folder runs; its results do not depend on it")
+        self.workers = QSpinBox()
+        self.workers.setRange(1, 4096)
+        self.workers.setValue(max(1, settings.preference("workers")))
+        self.workers.setToolTip("Tasks run at once: processes on this machine, or Ray tasks")
+        self.ray_address = QLineEdit(settings.preference("ray_address"))
+        self.ray_address.setPlaceholderText("empty: start a Ray here")
+        self.ray_address.setToolTip("auto (the cluster this machine belongs to) or HOST:PORT of its head; empty: start a Ray on this machine")
+        self.executor.currentIndexChanged.connect(self._kind_changed)
+        batch = QFormLayout()
+        batch.addRow("Run on", self.executor)
+        batch.addRow("Workers", self.workers)
+        batch.addRow("Ray address", self.ray_address)
+        group = QGroupBox("Batch runs")
+        group.setLayout(batch)
+        self.problem = QLabel()
+        self.problem.setObjectName("preferencesProblem")
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #b3261e;")
+        self.problem.hide()
+        self._kind_changed()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(note)
+        layout.addWidget(group)
+        layout.addWidget(self.problem)
         layout.addWidget(buttons)
 
+    def _kind_changed(self, *_: Any) -> None:
+        self.ray_address.setEnabled(self.executor.currentData() == "ray")
+
     def values(self) -> dict[str, Any]:
-        return {"device": self.device.currentText(), "threads": self.threads.value(), "theme": self.theme.currentText()}
+        return {
+            "device": self.device.currentText(),
+            "threads": self.threads.value(),
+            "theme": self.theme.currentText(),
+            "executor": self.executor.currentData(),
+            "workers": self.workers.value(),
+            "ray_address": self.ray_address.text().strip(),
+        }
 
     def accept(self) -> None:
+        """Store the values, unless the Ray address of a Ray choice is malformed: then say why and stay open."""
         values = self.values()
+        problem = ray_address_problem(values["ray_address"]) if values["executor"] == "ray" and values["ray_address"] else None
+        if problem:
+            self.problem.setText(f"{problem[:1].upper()}{problem[1:]}.")
+            self.problem.show()
+            self.ray_address.setFocus()
+            return
         for key, value in values.items():
             self.settings.set_preference(key, value)
         self.applied.emit(values)

@@ -167,7 +167,7 @@ class MainWindow(QMainWindow):
         from .screenshot import grab_to_png
 
         t0 = time.perf_counter()
-        panel = load_panel(name, PanelContext(self.jobs, self.settings, self.add_recent, grab_to_png))
+        panel = load_panel(name, PanelContext(self.jobs, self.settings, self.add_recent, grab_to_png, self.settings.executor_spec))
         log.debug("panel %s built in %.0f ms", name, 1000 * (time.perf_counter() - t0))
         self._add_export_actions(name, panel)
         return panel

@@ -11,11 +11,14 @@ from typing import Any
 
 from PySide6.QtCore import QSettings, QStandardPaths
 
+from engines.core.executor import ExecutorSpec
+
 # Bump when docks are added, renamed or re-arranged: a saved state from another version is ignored.
 LAYOUT_VERSION = 1
 MAX_RECENT = 10
 
-PREFERENCE_DEFAULTS: dict[str, Any] = {"device": "auto", "threads": 0, "theme": "light"}
+# executor, workers, ray_address: where the panels' batch runs go, named as the CLI's flags (--executor ...)
+PREFERENCE_DEFAULTS: dict[str, Any] = {"device": "auto", "threads": 0, "theme": "light", "executor": "local", "workers": 1, "ray_address": ""}
 
 
 def config_dir() -> Path:
@@ -85,6 +88,13 @@ class Settings:
         if key not in PREFERENCE_DEFAULTS:
             raise KeyError(key)
         self.q.setValue(f"prefs/{key}", value)
+
+    def executor_spec(self) -> ExecutorSpec:
+        """Where a panel's batch run goes, read at each run so that a changed preference applies to
+        the next one (an empty address: a Ray started here; the address is kept, unused, for local runs)."""
+        kind = self.preference("executor")
+        address = self.preference("ray_address").strip() if kind == "ray" else ""
+        return ExecutorSpec(kind, self.preference("workers"), address or None)
 
     # Per-panel values (panels keep small UI choices here, under their method name) -----------
     def panel_value(self, panel: str, key: str, default: Any = None) -> Any:

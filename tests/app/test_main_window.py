@@ -234,15 +234,22 @@ def test_closing_and_answering_no_keeps_the_window(qapp, qtbot, main_window) -> 
 
 
 def test_preferences_are_stored_and_the_theme_applies(qtbot, main_window) -> None:
+    from engines.core.executor import ExecutorSpec
     from workbench.dialogs import PreferencesDialog
 
+    panel = main_window.panel(METHODS[0])  # built before the preferences change
+    assert panel.ctx.executor() == ExecutorSpec()
     dialog = PreferencesDialog(main_window.settings, main_window)
     dialog.applied.connect(main_window._apply_preferences)
     dialog.theme.setCurrentText("dark")
     dialog.threads.setValue(1)
+    dialog.executor.setCurrentIndex(dialog.executor.findData("ray"))
+    dialog.workers.setValue(3)
+    dialog.ray_address.setText("auto")
     dialog.accept()
     assert main_window.settings.preference("theme") == "dark"
     assert main_window.settings.preference("threads") == 1
+    assert panel.ctx.executor() == ExecutorSpec("ray", 3, "auto")  # the panel's next batch run, no restart
     assert QApplication.instance().property("workbenchTheme") == "dark"
     main_window.toggle_theme()
     assert QApplication.instance().property("workbenchTheme") == "light"
