@@ -3,7 +3,8 @@ run over the folder, and a click on a file to replay it in the view.
 
 The suite itself is the engine's (``engines.planner.suite.run_suite``); this tab only lists the
 files, starts the job on its own slot (so a suite never cancels a replay, nor a replay the suite)
-and shows the per-file scores the engine returns.
+and shows the per-file scores the engine returns. The files run where Preferences ▸ Batch runs
+says (the ``ExecutorSpec`` the panel's context gives at each run): here or on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from engines.core import EngineError
+from engines.core.executor import ExecutorSpec
 
 from ..run_controls import RunControls
 
@@ -79,7 +81,8 @@ class FolderTab(QWidget):
                 self.table.setItem(r, c, QTableWidgetItem("–"))
 
     def show_scores(self, result: dict[str, Any]) -> None:
-        """Fill the CLS columns from a suite result over this folder (``per_file`` and ``failures``)."""
+        """Fill the CLS columns from a suite result over this folder (``per_file`` and ``failures``;
+        ``where``: where it ran, added by ``suite_job``)."""
         planner = result["params"]["planners"][0]
         failed = {(f["type"], f.get("reactive")): f["error"] for f in result.get("failures", [])}
         for r, path in enumerate(self.files):
@@ -93,15 +96,18 @@ class FolderTab(QWidget):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
         means = [result[f"files_{mode}"].get(planner, {}).get("cls") for mode in MODES]
-        self.controls.say(f"{planner}: mean CLS " + " / ".join("–" if m is None else f"{m:.1f}" for m in means) + " (log replay / reactive)")
+        scores = " / ".join("–" if m is None else f"{m:.1f}" for m in means)
+        self.controls.say(f"{planner}: mean CLS {scores} (log replay / reactive), {result['where']}")
 
 
-def suite_job(folder: Path, planner: str, guidance: str, checkpoint: str | None, job) -> dict[str, Any]:
-    """One planner over every file of the folder, in both modes (the engine's suite, one process)."""
+def suite_job(folder: Path, planner: str, guidance: str, checkpoint: str | None, executor: ExecutorSpec, job) -> dict[str, Any]:
+    """One planner over every file of the folder, in both modes, on ``executor`` (the engine's suite:
+    each file's progress comes back as it finishes, and the job's cancel stops the tasks, remote ones too)."""
     from engines.planner.suite import GUIDED_TERMS, SuiteParams, run_suite
 
     if planner == "expert":
         raise EngineError("the suite scores planners against the expert: choose another planner to run over the folder")
     params = SuiteParams(planners=(planner,), guidance=guidance or GUIDED_TERMS, latency_replans=0, checkpoint=checkpoint,
-                         scenarios=str(folder))
-    return run_suite(params, progress=job.progress, cancel=job.cancel)
+                         scenarios=str(folder), workers=executor.workers, executor=executor.kind, ray_address=executor.address)
+    job.progress(0.0, f"starting {executor.describe()}…")  # joining or starting a Ray can take a minute
+    return {**run_suite(params, progress=job.progress, cancel=job.cancel), "where": executor.describe()}

@@ -242,13 +242,15 @@ class PlannerPanel(MethodPanel):
         self.tabs.setCurrentWidget(self.folder)
 
     def run_folder(self) -> None:
-        """The suite over the open folder with the chosen planner (diffusion with guidance ticked: guided)."""
+        """The suite over the open folder with the chosen planner (diffusion with guidance ticked: guided),
+        where the preferences say batch runs go now."""
         if self.folder.folder is None:
             return
         params = self.params()
         planner = GUIDED if params.planner == "diffusion" and params.guidance else params.planner
-        folder, checkpoint = self.folder.folder, params.checkpoint
-        self.folder_runner.start(lambda job: suite_job(folder, planner, params.guidance, checkpoint, job), f"planner: suite on {folder.name}")
+        folder, checkpoint, executor = self.folder.folder, params.checkpoint, self.ctx.executor()
+        self.folder_runner.start(lambda job: suite_job(folder, planner, params.guidance, checkpoint, executor, job),
+                                 f"planner: suite on {folder.name}")
 
     def preview(self, *_: Any) -> None:
         """Draw the chosen scenario at t = 0, until the first run (a result is never replaced by

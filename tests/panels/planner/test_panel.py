@@ -3,6 +3,7 @@ denoising animation, A/B, exports, bad input, sessions, and the replay frame rat
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -293,6 +294,63 @@ def test_a_folder_of_scenarios_gets_each_files_cls_and_a_click_replays_it(qapp, 
     panel.folder.table.cellClicked.emit(0, 0)  # a click replays the file
     finish(qapp, panel)
     assert panel.loaded is not None and panel.loaded.episode.scenario.name.startswith("ZAM_Tutorial")
+
+
+def shipped_folder(tmp_path: Path, *names: str) -> Path:
+    from engines.core import resource_path
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_bytes((resource_path("planner", "commonroad") / name).read_bytes())
+    return folder
+
+
+def test_the_folder_suite_runs_where_the_preferences_say_at_each_run(qapp, qtbot, panel_ctx, settings, monkeypatch, tmp_path: Path) -> None:
+    """The shell's executor reaches the engine's suite; a preference changed between runs applies to the next."""
+    import engines.planner.suite
+
+    seen: list = []
+
+    def fake_suite(params, progress, cancel):
+        seen.append(params)
+        scores = {"replay": {"idm": 50.0}, "reactive": {"idm": 75.0}}
+        return {"params": {"planners": list(params.planners)}, "per_file": {"ZAM_Tutorial-1_2_T-1": scores}, "failures": [],
+                "files_replay": {"idm": {"cls": 50.0}}, "files_reactive": {"idm": {"cls": 75.0}}}
+
+    monkeypatch.setattr(engines.planner.suite, "run_suite", fake_suite)
+    panel = make_panel(qtbot, replace(panel_ctx, executor=settings.executor_spec))
+    panel.open_folder(shipped_folder(tmp_path, "ZAM_Tutorial-1_2_T-1.xml"))
+    panel.controls.planner.setCurrentText("idm")
+    texts: list[str] = []
+    panel.folder_runner.progress.connect(lambda fraction, text: texts.append(text))
+    for executor, workers, address in (("ray", 3, "auto"), ("local", 2, "")):
+        settings.set_preference("executor", executor)
+        settings.set_preference("workers", workers)
+        settings.set_preference("ray_address", address)
+        panel.run_folder()
+        assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 30)
+    assert [(p.executor, p.workers, p.ray_address, p.planners) for p in seen] == [("ray", 3, "auto", ("idm",)), ("local", 2, None, ("idm",))]
+    assert texts == ["starting on Ray (auto), 3 workers…", "starting on this machine, 2 workers…"]
+    assert panel.folder.controls.status.text() == "idm: mean CLS 50.0 / 75.0 (log replay / reactive), on this machine, 2 workers"
+    assert panel.folder.table.item(0, 1).text() == "50.0"
+
+
+def test_a_ray_cluster_that_cannot_be_reached_is_one_sentence(qapp, qtbot, panel_ctx, tmp_path: Path) -> None:
+    import socket
+
+    from engines.core.executor import ExecutorSpec
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    panel = make_panel(qtbot, replace(panel_ctx, executor=lambda: ExecutorSpec("ray", 2, address)))
+    panel.open_folder(shipped_folder(tmp_path, "ZAM_Tutorial-1_2_T-1.xml"))
+    panel.controls.planner.setCurrentText("idm")
+    panel.run_folder()
+    assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 60)
+    assert panel.message.text == f"cannot reach a Ray cluster at {address}: connection refused"
+    assert panel.folder.controls.status.text() == "failed" and panel.folder.controls.run_button.isEnabled()
 
 
 def test_an_empty_folder_is_one_sentence(qtbot, panel_ctx, tmp_path: Path) -> None:
