@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from engines.core import EngineError, atomic_path
+from engines.segmentation.params import OLD_NAMES
 from engines.segmentation.pointio.frame import UNITS, UP_AXES
 
 from ..base import MethodPanel, PanelContext
@@ -244,7 +245,10 @@ class SegmentationPanel(MethodPanel):
         Whole numbers must fit their widget: a huge one overflows Qt's int half-way through applying."""
         mapping(state, "they")
         methods = [self.method.itemData(i) for i in range(self.method.count())]
-        thresholds = named(state.get("thresholds", {}), "thresholds", self.thresholds.SPECS)
+        given = state.get("thresholds", {})
+        if isinstance(given, dict):  # a session written before the names were the CLI's
+            given = {OLD_NAMES.get(k, k): v for k, v in given.items()}
+        thresholds = named(given, "thresholds", self.thresholds.SPECS)
         color_mode = state.get("color_mode")
         size = self.controls.size
         return {
@@ -286,7 +290,7 @@ class SegmentationPanel(MethodPanel):
         nested = replace(base.nested, enabled=self.thresholds.nested.isChecked())
         params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value()), unclaimed=unclaimed, nested=nested),
                                  mask=t["mask_threshold"], found=t["found_threshold"], dedup_iou=t["dedup_iou"],
-                                 min_points=int(t["min_points"]), join_coverage=t["merge_coverage"])
+                                 min_points=int(t["min_points"]), join_coverage=t["join_coverage"])
         return method_params(params, method or self.method.currentData())
 
     # Jobs ------------------------------------------------------------------------------------

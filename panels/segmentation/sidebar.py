@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
+from engines.segmentation.params import THRESHOLDS
 from engines.segmentation.pointio.frame import UNIT_LABELS, UNITS, UP_AXES, UP_LABELS
 
 COLOR_MODES = ("instance", "ground truth", "score", "prior residual", "rgb", "errors")
@@ -222,20 +223,15 @@ class ThresholdControls(QWidget):
     """Sliders for the reward, deduplication and joining thresholds; changes re-score masks in the background."""
 
     changed = Signal()
-    SPECS = {  # name: (label, minimum, maximum, step, default, format)
-        "mask_threshold": ("Mask |SDF| <=", 0.005, 0.08, 0.0025, 0.02, "{:.4f}"),
-        "found_threshold": ("Found if distance <=", 0.04, 0.30, 0.005, 0.14, "{:.3f}"),
-        "dedup_iou": ("Duplicate IoU >=", 0.30, 0.90, 0.05, 0.5, "{:.2f}"),
-        "min_points": ("Min segment points", 20, 500, 10, 100, "{:.0f}"),
-        "merge_coverage": ("Join pieces if union mask keeps >=", 0.5, 1.0, 0.05, 0.85, "{:.2f}"),
-    }
+    SPECS = THRESHOLDS  # the engine's names, ranges and defaults
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         form = QFormLayout(self)
         self.sliders: dict[str, QSlider] = {}
         self.labels: dict[str, QLabel] = {}
-        for name, (label, lo, hi, step, default, fmt) in self.SPECS.items():
+        for name, spec in self.SPECS.items():
+            lo, hi, step = spec.low, spec.high, spec.step
             s = QSlider(Qt.Orientation.Horizontal)
             s.setObjectName(f"threshold_{name}")
             s.setRange(0, int(round((hi - lo) / step)))
@@ -248,8 +244,8 @@ class ThresholdControls(QWidget):
             row = QHBoxLayout()
             row.addWidget(s, 1)
             row.addWidget(value_label)
-            form.addRow(label, row)
-            self.set_value(name, default, emit=False)
+            form.addRow(spec.label, row)
+            self.set_value(name, spec.default, emit=False)
         self.unclaimed = QCheckBox("Unclaimed parts as unconfirmed segments")
         self.unclaimed.setObjectName("threshold_unclaimed")
         self.unclaimed.setChecked(True)
@@ -268,11 +264,12 @@ class ThresholdControls(QWidget):
         form.addRow(self.note)
 
     def value(self, name: str) -> float:
-        _, lo, _, step, _, _ = self.SPECS[name]
-        return lo + self.sliders[name].value() * step
+        spec = self.SPECS[name]
+        return spec.low + self.sliders[name].value() * spec.step
 
     def set_value(self, name: str, value: float, emit: bool = True) -> None:
-        _, lo, hi, step, _, _ = self.SPECS[name]
+        spec = self.SPECS[name]
+        lo, hi, step = spec.low, spec.high, spec.step
         s = self.sliders[name]
         s.blockSignals(not emit)
         s.setValue(int(round((min(max(value, lo), hi) - lo) / step)))
@@ -283,7 +280,7 @@ class ThresholdControls(QWidget):
         return {name: self.value(name) for name in self.SPECS}
 
     def _update_label(self, name: str) -> None:
-        self.labels[name].setText(self.SPECS[name][5].format(self.value(name)))
+        self.labels[name].setText(self.SPECS[name].fmt.format(self.value(name)))
 
 
 class MetricsView(QWidget):

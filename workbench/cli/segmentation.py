@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.core import EngineError, ProgressFn, CancelToken
+from engines.segmentation.params import threshold_help
 from engines.segmentation.pointio.frame import UNITS, UP_AXES
 
 from engines.segmentation.generators import GENERATORS
@@ -55,11 +56,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--up", choices=UP_AXES, default="auto",
                      help="the file's up axis: auto detects y up from the floor plane (default auto); results keep the file's axes")
     tune = run.add_argument_group("thresholds (the panel's Thresholds tab; defaults: the shipped settings)")
-    tune.add_argument("--mask-threshold", type=float, help="|SDF| at most this (normalised) is on the object (default 0.02)")
-    tune.add_argument("--found-threshold", type=float, help="objectness distance at most this: found (default 0.14)")
-    tune.add_argument("--dedup-iou", type=float, help="masks overlapping this much are one object (default 0.5)")
-    tune.add_argument("--min-points", type=int, help="smallest segment kept, floor and wall points included (default 100)")
-    tune.add_argument("--join-coverage", type=float, help="join touching pieces if the union's mask keeps this share (default 0.85)")
+    tune.add_argument("--mask-threshold", type=float, help=threshold_help("mask_threshold"))
+    tune.add_argument("--found-threshold", type=float, help=threshold_help("found_threshold"))
+    tune.add_argument("--dedup-iou", type=float, help=threshold_help("dedup_iou"))
+    tune.add_argument("--min-points", type=int, help=threshold_help("min_points"))
+    tune.add_argument("--join-coverage", type=float, help=threshold_help("join_coverage"))
     tune.add_argument(
         "--no-unclaimed",
         action="store_true",

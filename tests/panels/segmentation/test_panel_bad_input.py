@@ -45,7 +45,7 @@ def test_broken_clouds_are_one_sentence_and_keep_scene_and_status(qapp, panel, t
     ({"anchors": "many"}, "anchors must be a whole number from 1 to 128, not 'many'"),
     ({"anchors": 10**20}, "anchors must be a whole number from 1 to 128, not 100000000000000000000"),  # overflowed Qt's int half-way
     ({"thresholds": {"mask_threshold": "abc"}}, "mask_threshold must be a number, not 'abc'"),
-    ({"thresholds": {"mask_thresh": 0.03}}, "unknown thresholds 'mask_thresh' (choose mask_threshold, found_threshold, dedup_iou, min_points, merge_coverage)"),
+    ({"thresholds": {"mask_thresh": 0.03}}, "unknown thresholds 'mask_thresh' (choose mask_threshold, found_threshold, dedup_iou, min_points, join_coverage)"),
     ({"point_size": "big"}, "point_size must be a whole number from 1 to 12, not 'big'"),
     ({"thresholds": [1, 2]}, "thresholds must be an object of name: value, not [1, 2]"),
     ({"path": 5}, "path must be text, not 5"),
@@ -63,6 +63,19 @@ def test_restore_refuses_bad_session_values_and_changes_nothing(qapp, panel, sta
     assert p.message.text == f"The session's segmentation settings are invalid: {needle}", p.message.text
     assert p.state() == before and not p.runner.busy
 
+
+
+def test_thresholds_are_the_engines_names_and_defaults_and_old_sessions_still_open(qapp, panel) -> None:
+    from engines.segmentation.objectness import RewardParams
+    from engines.segmentation.params import THRESHOLDS
+
+    p = panel
+    assert list(p.thresholds.values()) == list(THRESHOLDS) == ["mask_threshold", "found_threshold", "dedup_iou", "min_points", "join_coverage"]
+    assert p.thresholds.value("found_threshold") == pytest.approx(RewardParams().found_threshold)
+    assert p.params().reward.found_threshold == pytest.approx(RewardParams().found_threshold)
+    p.restore({"thresholds": {"merge_coverage": 0.95}})  # a session saved before the key took the CLI's name
+    assert not p.message.text and p.thresholds.value("join_coverage") == pytest.approx(0.95)
+    assert p.params().merge.coverage == pytest.approx(0.95)
 
 @pytest.fixture
 def segmented(qapp, panel, tmp_path: Path):

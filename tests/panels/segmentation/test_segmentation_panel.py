@@ -199,7 +199,7 @@ def test_agent_replay_shows_the_cylinder(qapp, ran) -> None:
 def test_threshold_change_rescores_in_the_background(qapp, ran) -> None:
     p = ran
     old = p.view
-    p.thresholds.set_value("merge_coverage", 0.95, emit=False)
+    p.thresholds.set_value("join_coverage", 0.95, emit=False)
     p.thresholds.set_value("found_threshold", 0.30)
     assert p.params().merge.coverage == pytest.approx(0.95) and p.params().reward.found_threshold == pytest.approx(0.30)
     assert wait_until(qapp, lambda: p.runner.busy, 5), "a re-score job started"
