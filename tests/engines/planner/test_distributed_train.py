@@ -4,18 +4,17 @@ split over the processes."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 import torch
-from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from engines.core import EngineError
 from engines.core.distributed import finish
 from engines.planner.data import generate_dataset
 from engines.planner.model import ModelConfig
 from engines.planner.train import TrainParams, train
+from tests.torchrun import torchrun
 
 TINY = ModelConfig(dim=32, heads=2, encoder_layers=1, decoder_layers=1)
 PARAMS = TrainParams(minutes=5.0, batch=16, max_steps=4, log_every=1)
@@ -30,14 +29,6 @@ def _process(data: str, out: str) -> int:
         finish()
 
 
-def _torchrun(processes: int, *args: str) -> dict[int, int]:
-    """``_process(*args)`` on ``processes`` local processes, as `torchrun --standalone` starts them:
-    the launcher picks a free port for the rendezvous itself (no port chosen here and raced for)."""
-    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex,
-                          rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0, start_method="spawn")
-    return elastic_launch(config, _process)(*args)
-
-
 def _losses(path: Path) -> list[tuple[float, float]]:
     history = torch.load(path, map_location="cpu", weights_only=False)["history"]
     return [(h["ego_loss"], h["neighbor_loss"]) for h in history]
@@ -47,7 +38,7 @@ def test_two_processes_train_like_one_at_the_same_global_batch(tmp_path: Path) -
     data = tmp_path / "d.npz"
     generate_dataset(data, episodes=1, seed=3)
     train([data], tmp_path / "one.pt", PARAMS, model_config=TINY)
-    assert _torchrun(2, str(data), str(tmp_path / "two.pt")) == {0: PARAMS.max_steps, 1: PARAMS.max_steps}
+    assert torchrun(_process, 2, str(data), str(tmp_path / "two.pt")) == {0: PARAMS.max_steps, 1: PARAMS.max_steps}
     one, two = _losses(tmp_path / "one.pt"), _losses(tmp_path / "two.pt")
     assert len(one) == len(two) == PARAMS.max_steps
     assert one[0][0] > 0 and one[-1] != one[0]

@@ -6,17 +6,16 @@ statistically (other samples, so not to the digit)."""
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
-from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from engines.core.distributed import finish
 from engines.segmentation.prior import load_checkpoint
 from engines.segmentation.train import TrainParams, train_prior
+from tests.torchrun import torchrun
 
 # a history entry every step (save_every_s=0: rank 0 writes the checkpoint every step)
 PARAMS = TrainParams(minutes=5.0, batch=8, pool=8, inputs=64, queries=128, val_size=2, save_every_s=0.0, max_steps=8, clean_start=1.0, lr=5e-3)
@@ -71,28 +70,13 @@ def _process(out: str) -> dict[str, float]:
         finish()
 
 
-def _torchrun(processes: int, *args: str) -> dict[int, dict[str, float]]:
-    """``_process(*args)`` on ``processes`` local processes, as `torchrun --standalone` starts them."""
-    config = LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
-        nproc_per_node=processes,
-        run_id=uuid.uuid4().hex,
-        rdzv_backend="c10d",
-        rdzv_endpoint="localhost:0",
-        max_restarts=0,
-        start_method="spawn",
-    )
-    return elastic_launch(config, _process)(*args)
-
-
 def _history(path: Path, key: str) -> list[float]:
     return [entry[key] for entry in load_checkpoint(path)[1]["state"]["history"]]
 
 
 def test_two_processes_each_train_on_their_half_of_the_global_batch(tmp_path: Path) -> None:
     one = _run(str(tmp_path / "one.pt"), workers=0)
-    done = _torchrun(2, str(tmp_path / "two.pt"))
+    done = torchrun(_process, 2, str(tmp_path / "two.pt"))
     steps = PARAMS.max_steps
     assert one["steps"] == done[0]["steps"] == done[1]["steps"] == steps
     # each process made its own half of the global batch: other samples than the other's

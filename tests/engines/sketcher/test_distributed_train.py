@@ -4,16 +4,15 @@ batches and trains on its rows."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 import torch
-from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from engines.core import EngineError
 from engines.core.distributed import finish
 from engines.sketcher.train import TrainParams, load_checkpoint, train
+from tests.torchrun import torchrun
 
 # a large lr: the first steps' warm-up would otherwise barely move the weights
 SETTINGS = {"minutes": 5.0, "batch_size": 8, "lr": 0.05, "validation_size": 8, "max_steps": 4, "log_every": 1}
@@ -41,25 +40,10 @@ def _process(out: str) -> dict[str, int]:
         finish()
 
 
-def _torchrun(processes: int, *args: str) -> dict[int, dict[str, int]]:
-    """``_process(*args)`` on ``processes`` local processes, as `torchrun --standalone` starts them."""
-    config = LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
-        nproc_per_node=processes,
-        run_id=uuid.uuid4().hex,
-        rdzv_backend="c10d",
-        rdzv_endpoint="localhost:0",
-        max_restarts=0,
-        start_method="spawn",
-    )
-    return elastic_launch(config, _process)(*args)
-
-
 def test_two_processes_train_like_one_at_the_same_global_batch(tmp_path: Path) -> None:
     torch.manual_seed(0)
     one = train(TrainParams(out=str(tmp_path / "one.pt"), data_workers=0, **SETTINGS))
-    done = _torchrun(2, str(tmp_path / "two.pt"))
+    done = torchrun(_process, 2, str(tmp_path / "two.pt"))
     steps = SETTINGS["max_steps"]
     # rank 0 alone reported, validated and wrote the checkpoint (once, at the end); rank 1 only trained
     assert done[0]["steps"] == done[1]["steps"] == one.steps == steps
