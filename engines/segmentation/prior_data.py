@@ -4,9 +4,9 @@ Each sample is one procedural object, posed (any yaw, pitch/roll within ±15°),
 from 1-4 viewpoints, with sensor noise, then cluttered as GrabS augments its object data:
 fragments of neighbouring objects inside a cylinder crop, leftover floor and wall patches,
 ball-shaped holes. The target is always the clean signed distance of the one object.
-Objects come from two sources, half each: the room generator's furniture (`categories.py`) and
-the wide parametric families of `prior_categories.py`; ``HELD_OUT_CATEGORIES`` never enter
-training. Densities span 60-5000 points per square metre; the encoder's input is voxel
+Objects come from two sources: the room generator's furniture (`categories.py`), a share
+``room_share`` of the draws (half by default), and the wide parametric families of
+`prior_categories.py`; ``HELD_OUT_CATEGORIES`` never enter training. Densities span 60-5000 points per square metre; the encoder's input is voxel
 down-sampled (`prior.encoder_inputs`) so that this spread does not reach it.
 Queries: 90% near surfaces (the object's surface jittered at three widths, and the observed
 points), 10% uniform in the normalised cube.
@@ -43,9 +43,18 @@ class PoolEntry:
     area: float
 
 
+def category_weights(categories: tuple[str, ...], room_share: float) -> np.ndarray:
+    """Draw probabilities: ``room_share`` spread over the room generator's categories, the rest over
+    the others (uniform when the categories are all of one source)."""
+    room = np.array([c in CATEGORIES for c in categories])
+    if room.all() or not room.any():
+        return np.full(len(categories), 1.0 / len(categories))
+    return np.where(room, room_share / room.sum(), (1.0 - room_share) / (~room).sum())
+
+
 def make_entry(rng: np.random.Generator, category: str | None = None, n_surface: int = 2000,
-               categories: tuple[str, ...] = TRAIN_CATEGORIES) -> PoolEntry:
-    shape = make_object(category or str(rng.choice(categories)), rng)
+               categories: tuple[str, ...] = TRAIN_CATEGORIES, room_share: float = 0.5) -> PoolEntry:
+    shape = make_object(category or str(rng.choice(categories, p=category_weights(categories, room_share))), rng)
     surface = shape.sample_surface(n_surface, rng)
     lo, hi = surface.min(0), surface.max(0)
     center = (lo + hi) / 2
@@ -61,14 +70,19 @@ def make_entry(rng: np.random.Generator, category: str | None = None, n_surface:
 class ObjectPool:
     """A rolling pool of objects with precomputed partial views; a few are replaced each step."""
 
-    def __init__(self, size: int, rng: np.random.Generator, categories: tuple[str, ...] = TRAIN_CATEGORIES) -> None:
+    def __init__(self, size: int, rng: np.random.Generator, categories: tuple[str, ...] = TRAIN_CATEGORIES,
+                 room_share: float = 0.5) -> None:
         self.rng = rng
         self.categories = categories
-        self.entries = [make_entry(rng, categories=categories) for _ in range(size)]
+        self.room_share = room_share
+        self.entries = [self._new() for _ in range(size)]
+
+    def _new(self) -> PoolEntry:
+        return make_entry(self.rng, categories=self.categories, room_share=self.room_share)
 
     def refresh(self, n: int) -> None:
         for _ in range(n):
-            self.entries[int(self.rng.integers(len(self.entries)))] = make_entry(self.rng, categories=self.categories)
+            self.entries[int(self.rng.integers(len(self.entries)))] = self._new()
 
     def pick(self) -> PoolEntry:
         return self.entries[int(self.rng.integers(len(self.entries)))]

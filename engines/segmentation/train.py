@@ -53,6 +53,7 @@ class TrainParams:
     clean_share: float = 0.2  # share of uncluttered objects afterwards
     clutter_weight: float = 1.0  # loss weight of observed clutter points (what teaches rejection)
     pool: int = 768
+    room_share: float = 0.5  # share of pool objects drawn from the room generator's categories (the rest: wide families)
     refresh: int = 2  # pool entries replaced per step
     save_every_s: float = 60.0
     val_size: int = 192
@@ -74,6 +75,8 @@ class TrainParams:
             raise ValueError("pool and val_size must be at least 2")
         if self.batch < 2 or self.inputs < 32 or self.queries < 32:
             raise ValueError("batch >= 2, inputs >= 32, queries >= 32")
+        if not 0 <= self.room_share <= 1:
+            raise ValueError("room_share must be in [0, 1]")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
 
@@ -91,7 +94,7 @@ def training_samples(seed: tuple[int, ...], params: TrainParams, rows: int, knob
     """The endless stream of training batches of ``rows`` samples (a process's share of ``params.batch``);
     ``knob.value`` is the share of cluttered samples."""
     rng = np.random.default_rng(list(seed))
-    pool = ObjectPool(params.pool, rng)
+    pool = ObjectPool(params.pool, rng, room_share=params.room_share)
     while True:
         pool.refresh(params.refresh)
         clutter = knob.value

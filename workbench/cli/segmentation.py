@@ -100,6 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--val-size", type=int, help="held-out samples validated at the end, built before the clock starts (default 192)")
     train.add_argument("--model", help="network size, a name of the engine's MODEL_SIZES (default: base, the shipped size; or large)")
     train.add_argument("--voxel", type=float, help="voxel size (normalised) the encoder's input is thinned to, 0 = none (default 0.03)")
+    train.add_argument("--room-share", type=float,
+                       help="share of training objects from the room generator's categories, the rest from the wide families (default 0.5)")
 
     check = add_command(group, "validate-prior", cmd_validate_prior,
                         "mask IoU of priors on crops of object categories no prior trained on, against calling every point object")
@@ -302,7 +304,8 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     try:
         params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
                              data_workers=args.data_workers,
-                             **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool), ("val_size", args.val_size)) if v is not None})
+                             **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool), ("val_size", args.val_size),
+                                                  ("room_share", args.room_share)) if v is not None})
     except ValueError as exc:
         raise EngineError(str(exc)) from None
     if args.threads < 0:

@@ -68,6 +68,21 @@ def test_held_out_families_never_enter_training() -> None:
     assert not seen & set(HELD_OUT_CATEGORIES) and len(seen) >= 10
 
 
+def test_room_share_sets_how_often_room_generator_objects_are_drawn() -> None:
+    from engines.segmentation.categories import CATEGORIES
+    from engines.segmentation.prior_data import category_weights
+
+    room = np.array([c in CATEGORIES for c in TRAIN_CATEGORIES])
+    for share in (0.0, 0.5, 0.75, 1.0):
+        w = category_weights(TRAIN_CATEGORIES, share)
+        assert w.sum() == pytest.approx(1.0) and w[room].sum() == pytest.approx(share)
+    assert np.allclose(category_weights(HELD_OUT_CATEGORIES, 0.9), 1 / len(HELD_OUT_CATEGORIES))  # one source: uniform
+    only_rooms = ObjectPool(12, np.random.default_rng(3), room_share=1.0)
+    assert {e.shape.category for e in only_rooms.entries} <= set(CATEGORIES)
+    no_rooms = ObjectPool(12, np.random.default_rng(3), room_share=0.0)
+    assert not {e.shape.category for e in no_rooms.entries} & set(CATEGORIES)
+
+
 def test_voxel_inputs_do_not_follow_the_density() -> None:
     rng = np.random.default_rng(5)
     sparse = np.column_stack([rng.uniform(-0.4, 0.4, (2000, 2)), np.zeros(2000)])  # a plane
