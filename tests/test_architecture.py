@@ -63,6 +63,8 @@ def test_method_names_are_one_vocabulary() -> None:
     for name in METHODS:
         assert (ROOT / "engines" / name / "__init__.py").exists(), f"engines/{name} missing"
         assert (ROOT / "panels" / name / "__init__.py").exists(), f"panels/{name} missing"
+        # one name for an engine's entry module (what its panel and CLI call), in every engine
+        assert (ROOT / "engines" / name / "api.py").exists(), f"engines/{name}/api.py missing"
 
 
 def test_open3d_is_imported_only_through_the_locked_import() -> None:

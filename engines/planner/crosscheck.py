@@ -29,7 +29,7 @@ from engines.core.executor import ExecutorSpec, current_cancel, run_tasks
 from .episode import Episode
 from .metrics import TH
 from .params import PLANNERS
-from .runner import RunParams, episode_from_rollout, load_scenario, make_planner
+from .api import RunParams, episode_from_rollout, load_scenario, make_planner
 from .scene import Scene
 from .simulation import run_episode
 from .vehicle import LENGTH, WIDTH

@@ -95,7 +95,7 @@ class StudentDriver:
 def _first_failure(scene: Scene, rollout: Rollout) -> int:
     """The first step with a collision or off the road; states after it teach nothing."""
     from .metrics import compute_cls
-    from .runner import track_of
+    from .api import track_of
 
     sc = scene.scenario
     result = compute_cls(scene, rollout.ego, track_of(sc, rollout), sc.dt, None)

@@ -19,7 +19,7 @@ from engines.core.intervals import Interval, mean_interval
 from .procedural import TYPES, generate, suite_scenarios
 from .guidance_config import SAFETY_TERMS, GuidanceConfig
 from .params import GUIDED, PLANNERS
-from .runner import RunParams, episode_from_rollout, expert_rollout, load_scenario, make_planner
+from .api import RunParams, episode_from_rollout, expert_rollout, load_scenario, make_planner
 from .scene import Scene
 from .simulation import run_episode
 

@@ -22,7 +22,7 @@ from engines.core.intervals import Interval, statistic_interval
 
 from .generators import GENERATORS
 from .metrics import PooledAP, ScenePrediction, evaluate
-from .pipeline import SegmentParams, method_params, segment
+from .api import SegmentParams, method_params, segment
 from .pointio import PointCloud, read_cloud, write_cloud
 from .scenes import SceneParams, generate_scene
 

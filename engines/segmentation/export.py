@@ -9,7 +9,7 @@ import numpy as np
 
 from engines.core import EngineError, write_json, write_text
 
-from .pipeline import SegmentationResult
+from .api import SegmentationResult
 from .pointio import PointCloud, write_cloud
 
 

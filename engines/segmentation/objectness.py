@@ -25,7 +25,7 @@ class RewardParams:
     queries: int = 512  # crop points scored per step (all of them for final masks)
     grid: int = 8  # surface extraction grid per side
     surface_samples: int = 384  # mask points the decoded surface is compared with
-    min_mask_points: int = 80  # the floor and walls hide up to a fifth of a small object's points (`pipeline.with_min_points`)
+    min_mask_points: int = 80  # the floor and walls hide up to a fifth of a small object's points (`api.with_min_points`)
     min_radius: float = 0.15  # the mask's horizontal radius (m)
     max_radius: float = 1.5  # GrabS: 1.1 for its categories; ours reach 1.3 (sofas) and 1.5 (beds)
     component: float = 0.15  # keep one connected part of the mask, the one at the axis (link distance, m); 0 = off

@@ -12,7 +12,7 @@ import numpy as np
 from engines.core import CancelToken, NEVER_CANCELLED, ProgressFn, no_progress, scaled
 
 from .metrics import APResult, evaluate
-from .pipeline import SegmentationResult
+from .api import SegmentationResult
 from .pointio import InputFrame, PointCloud, read_cloud
 
 MAX_DRAWN = 200_000

@@ -162,7 +162,7 @@ class PlannerPanel(MethodPanel):
 
     # Parameters ---------------------------------------------------------------------------------
     def params(self, planner: str | None = None, trace_step: int | None = None):
-        from engines.planner.runner import RunParams
+        from engines.planner.api import RunParams
 
         c = self.controls
         name = planner or c.planner.currentText()

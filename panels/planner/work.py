@@ -34,7 +34,7 @@ class Loaded:
 
 def preview(params) -> Preview:
     from engines.planner.replay import preview_replay
-    from engines.planner.runner import load_scenario
+    from engines.planner.api import load_scenario
 
     return Preview(preview_replay(load_scenario(params)))
 
@@ -52,7 +52,7 @@ def loaded(episode, compare=None, note: str = "") -> Loaded:
 def simulate(params, compare_params, job) -> Loaded:
     """The scenario driven by ``params`` (and by ``compare_params`` for A/B, on the same scenario)."""
     from engines.core import scaled
-    from engines.planner.runner import load_scenario, run
+    from engines.planner.api import load_scenario, run
 
     sc = load_scenario(params)
     split = 0.5 if compare_params else 0.95
@@ -66,7 +66,7 @@ def simulate(params, compare_params, job) -> Loaded:
 def replan_time(episode, frame: int) -> str:
     """When the action at ``frame`` starts, said so that the end frame's mapping to the last replan
     is never a surprise (re-run, cut-in and denoising all use it)."""
-    from engines.planner.runner import replan_frame
+    from engines.planner.api import replan_frame
 
     k = replan_frame(episode, frame)
     when = f"{k * episode.dt:.1f} s"
@@ -75,7 +75,7 @@ def replan_time(episode, frame: int) -> str:
 
 def rerun_from(episode, frame, params, pending, cut_in, job) -> Loaded:
     """The episode kept up to ``frame``, then driven on by ``params`` (with a dragged agent or a cut-in)."""
-    from engines.planner.runner import move_agent, rerun, with_cut_in
+    from engines.planner.api import move_agent, rerun, with_cut_in
 
     edit = None
     scenario = None
@@ -95,7 +95,7 @@ def rerun_from(episode, frame, params, pending, cut_in, job) -> Loaded:
 def denoise(episode, frame, params, shown: Loaded) -> Loaded:
     """``shown`` with the denoising trace of the replan at ``frame``."""
     from engines.planner.replay import denoise_frames
-    from engines.planner.runner import denoise_at
+    from engines.planner.api import denoise_at
 
     when = replan_time(episode, frame)
     trace = denoise_at(episode, frame, params)
@@ -107,7 +107,7 @@ def denoise(episode, frame, params, shown: Loaded) -> Loaded:
 def open_file(path: Path, params, job) -> Loaded:
     """A saved episode (replayed as it is), or a scenario file simulated with ``params``."""
     from engines.planner.episode import FORMAT, episode_from_dict
-    from engines.planner.runner import run
+    from engines.planner.api import run
 
     if path.suffix.lower() == ".json":
         try:

@@ -282,7 +282,7 @@ class SegmentationPanel(MethodPanel):
 
     # Parameters ------------------------------------------------------------------------------
     def params(self, method: str | None = None):
-        from engines.segmentation.pipeline import SegmentParams, method_params, with_thresholds
+        from engines.segmentation.api import SegmentParams, method_params, with_thresholds
 
         base = SegmentParams()
         t = self.thresholds.values()

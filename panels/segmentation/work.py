@@ -29,7 +29,7 @@ def load(path: Path, job, units: str = "auto", up: str = "auto") -> Loaded:
 
 def segment(scene, params, job, load_first: Path | None = None) -> Segmented:
     from engines.core import configure_threads, scaled
-    from engines.segmentation.pipeline import segment as run
+    from engines.segmentation.api import segment as run
     from engines.segmentation.viewer import load_view, result_view
 
     configure_threads()
@@ -42,7 +42,7 @@ def segment(scene, params, job, load_first: Path | None = None) -> Segmented:
 
 def recompute(scene, previous, params, job) -> Segmented:
     from engines.core import configure_threads
-    from engines.segmentation.pipeline import resegment
+    from engines.segmentation.api import resegment
     from engines.segmentation.viewer import result_view
 
     configure_threads()

@@ -83,7 +83,7 @@ def test_the_cli_prints_one_line_for_a_broken_cloud(content: bytes, tmp_path: Pa
 
 
 def test_a_cloud_spread_over_1e30_is_one_sentence() -> None:
-    from engines.segmentation.pipeline import SegmentParams, segment
+    from engines.segmentation.api import SegmentParams, segment
     from engines.segmentation.pointio import PointCloud
 
     points = np.random.default_rng(0).uniform(-1e30, 1e30, (300, 3)).astype(np.float32)

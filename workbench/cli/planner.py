@@ -113,7 +113,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from engines.planner.runner import RunParams, run
+    from engines.planner.api import RunParams, run
 
     params = RunParams(
         scenario=str(args.scenario) if args.scenario else None, type=args.type, seed=args.seed, planner=args.planner,
@@ -166,7 +166,7 @@ def cmd_replay_fps(args: argparse.Namespace) -> None:
     """The panel's replay speed, measured in the real window: a benchmark (machines are noisy),
     never a test assertion."""
     from engines.core import configure_threads
-    from engines.planner.runner import RunParams, run
+    from engines.planner.api import RunParams, run
 
     from .main import _close_headless, _headless_window, _settle
 
@@ -274,7 +274,7 @@ def demo(out: Path, progress, cancel) -> dict:
     from engines.core import resource_path, scaled
     from engines.planner.episode import save_csv
     from engines.planner.render import render_video
-    from engines.planner.runner import RunParams, run
+    from engines.planner.api import RunParams, run
 
     params = RunParams(scenario=str(resource_path("planner", "example_scenario.json")), planner="diffusion",
                        guidance="collision,drivable,speed,comfort", reactive=True)

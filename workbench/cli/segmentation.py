@@ -122,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _params(anchors: int, agent: str = "search", **kwargs: Any):
     from dataclasses import replace
 
-    from engines.segmentation.pipeline import SegmentParams
+    from engines.segmentation.api import SegmentParams
 
     params = SegmentParams()
     try:
@@ -171,7 +171,7 @@ def cmd_scenes(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> None:
     from engines.core import configure_threads
     from engines.segmentation.export import check_scannet_folder, export_json, export_ply, export_scannet, scannet_scene_name
-    from engines.segmentation.pipeline import segment, with_thresholds
+    from engines.segmentation.api import segment, with_thresholds
     from engines.segmentation.pointio import InputFrame, read_cloud
     from engines.segmentation.nested import NestedParams
     from engines.segmentation.unclaimed import UnclaimedParams
@@ -262,7 +262,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     from engines.segmentation.bench import generator_of, run_bench, run_benches
-    from engines.segmentation.pipeline import VARIANTS
+    from engines.segmentation.api import VARIANTS
 
     folders = {gen: folder for gen, folder in (("train", args.scenes), ("eval", args.eval_scenes)) if folder is not None}
     if not folders:
@@ -371,7 +371,7 @@ def demo(out: Path, progress: ProgressFn, cancel: CancelToken) -> dict:
     from engines.segmentation.example import example_cloud
     from engines.segmentation.export import export_json, export_ply, export_scannet
     from engines.segmentation.metrics import evaluate
-    from engines.segmentation.pipeline import SegmentParams, segment
+    from engines.segmentation.api import SegmentParams, segment
 
     cloud = example_cloud()
     result = segment(cloud, SegmentParams(), progress, cancel)

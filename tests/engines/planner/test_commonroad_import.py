@@ -27,7 +27,7 @@ from engines.planner.commonroad_import import (
     read_commonroad,
     recorded_traffic,
 )
-from engines.planner.runner import RunParams, run
+from engines.planner.api import RunParams, run
 from engines.planner.geometry import box_corners
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "commonroad"

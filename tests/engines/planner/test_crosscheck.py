@@ -9,7 +9,7 @@ from pathlib import Path
 
 from engines.planner.crosscheck import DrivabilityChecker, agreement, verdicts
 from engines.planner.planners.rules import ConstantVelocityPlanner
-from engines.planner.runner import episode_from_rollout
+from engines.planner.api import episode_from_rollout
 from engines.planner.scenario import Agent, EgoStart, scenario_to_dict
 from engines.planner.scene import Scene
 from engines.planner.simulation import run_episode

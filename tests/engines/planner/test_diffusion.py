@@ -239,7 +239,7 @@ def test_guided_plan_stops_before_the_end_of_a_mapped_road() -> None:
     (it used to creep past the end, 1.3 m off the map)."""
     from engines.core import resource_path
     from engines.planner.commonroad_import import load_commonroad
-    from engines.planner.runner import RunParams, run
+    from engines.planner.api import RunParams, run
 
     path = resource_path("planner", "commonroad") / "ZAM_Tutorial-1_2_T-1.xml"
     result = run(RunParams(scenario=str(path), planner="diffusion", guidance="collision,drivable", reactive=True))
@@ -263,7 +263,7 @@ def test_drivable_corners_point_where_the_path_goes() -> None:
 
 
 def test_guided_plan_stays_on_the_road_after_swerving_round_a_stopped_leader() -> None:
-    from engines.planner.runner import RunParams, run
+    from engines.planner.api import RunParams, run
 
     # lead_braking-8: the ego swerves left round the braking leader and stops at an angle; with
     # corners taken from the plan's own headings its front corner crept 0.35 m off the road

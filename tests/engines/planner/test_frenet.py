@@ -12,7 +12,7 @@ from engines.core import resource_path
 from engines.planner.commonroad_import import load_commonroad
 from engines.planner.metrics import compute_cls
 from engines.planner.planners.frenet import FrenetPlanner
-from engines.planner.runner import track_of
+from engines.planner.api import track_of
 from engines.planner.scenario import Agent, scenario_to_dict
 from engines.planner.scene import Scene
 from engines.planner.simulation import run_episode

@@ -6,7 +6,7 @@ import numpy as np
 
 from engines.planner.procedural import generate
 from engines.planner.replay import build_replay, preview_replay
-from engines.planner.runner import RunParams, run
+from engines.planner.api import RunParams, run
 
 
 def test_preview_matches_frame_zero_of_a_run() -> None:

@@ -15,7 +15,7 @@ from engines.planner.planners.base import PLAN_DT, poses_with_speed
 from engines.planner.planners.pdm import PDMPlanner
 from engines.planner.planners.rules import ConstantVelocityPlanner, ExpertPlanner, IDMPlanner
 from engines.planner.procedural import generate
-from engines.planner.runner import RunParams, move_agent, rerun, run, with_cut_in
+from engines.planner.api import RunParams, move_agent, rerun, run, with_cut_in
 from engines.planner.scene import Scene
 from engines.planner.simulation import run_episode
 from engines.planner.vehicle import EgoState, Tracker, step_bicycle
@@ -230,7 +230,7 @@ def test_a_damaged_episode_is_one_sentence_before_any_replay_or_video(short_epis
 def test_the_end_frame_means_the_last_replan_for_every_action() -> None:
     """The timeline shows frames 0..steps, the planner plans at 0..steps-1: re-run, cut-in and
     denoising at the end frame all start from the last replan, and beyond it is one sentence."""
-    from engines.planner.runner import replan_frame
+    from engines.planner.api import replan_frame
 
     base = run(RunParams(planner="idm"), scenario=scenario(agents=(agent(1, 80.0, 3.5, 10.0),), duration=2.0)).episode
     assert replan_frame(base, base.steps) == base.steps - 1 and replan_frame(base, 5) == 5

@@ -12,7 +12,7 @@ import pytest
 from engines.segmentation.agent import ACTIONS, AgentParams, _successors
 from engines.segmentation.example import example_cloud
 from engines.segmentation.objectness import RewardParams, score_crops
-from engines.segmentation.pipeline import Candidate, DbscanParams, SegmentParams, resegment, segment, with_min_points
+from engines.segmentation.api import Candidate, DbscanParams, SegmentParams, resegment, segment, with_min_points
 from engines.segmentation.pointio import PointCloud
 from engines.segmentation.prior import load_prior
 from engines.segmentation.ranking import RankParams
@@ -95,7 +95,7 @@ def test_no_ground_truth_reaches_the_method(cloud) -> None:
     for name in ("agent.py", "objectness.py", "planes.py", "prior.py", "masks.py"):
         text = (root / name).read_text()
         assert not re.search(r"\.(instance|score)\b", text), name
-    pipeline = (root / "pipeline.py").read_text()
+    pipeline = (root / "api.py").read_text()
     assert "cloud = cloud.without_labels()" in pipeline
     assert not re.search(r"cloud\.(instance|score)\b", pipeline)
 
@@ -161,7 +161,7 @@ def room() -> PointCloud:
 
 
 def test_the_second_search_labels_only_points_the_first_left_free(monkeypatch) -> None:
-    from engines.segmentation import pipeline
+    from engines.segmentation import api
 
     n = 300
     first = (
@@ -178,9 +178,9 @@ def test_the_second_search_labels_only_points_the_first_left_free(monkeypatch) -
         inst[:120] = 1
         return inst, np.where(inst > 0, 0.7, 0.0).astype(np.float32), np.zeros(len(pts), np.float32)
 
-    monkeypatch.setattr(pipeline, "finalize", fake_finalize)
+    monkeypatch.setattr(api, "finalize", fake_finalize)
     cands = [Candidate(0, 0.0, 0.0, 1.5), Candidate(1, 1.0, 1.0, 1.5, second=True)]
-    instance, score, residual = pipeline._second_masks(None, points, 0.0, cands, SegmentParams(), np.random.default_rng(0), first)
+    instance, score, residual = api._second_masks(None, points, 0.0, cands, SegmentParams(), np.random.default_rng(0), first)
     assert np.array_equal(seen["points"], points[100:250]) and seen["candidates"] == cands[1:]  # only the free points, only round two
     assert np.array_equal(instance, np.r_[np.ones(100), np.full(120, 3), np.zeros(30), np.full(50, 2)])  # new ids after the old
     assert np.allclose(score[100:220], 0.7) and np.allclose(score[:100], 0.8) and np.isnan(residual[:100]).all()

@@ -12,7 +12,7 @@ import pytest
 from engines.core import EngineError
 from engines.core.executor import ExecutorSpec
 from engines.segmentation.bench import run_bench, write_scenes
-from engines.segmentation.pipeline import SegmentParams
+from engines.segmentation.api import SegmentParams
 from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
 
 TWO = ExecutorSpec("local", workers=2)

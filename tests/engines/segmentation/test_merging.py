@@ -7,7 +7,7 @@ from scipy.spatial import cKDTree
 
 from engines.segmentation.merging import MergeParams, merge_parts, stacked_share, touching_pairs
 from engines.segmentation.objectness import RewardParams
-from engines.segmentation.pipeline import confidence
+from engines.segmentation.api import confidence
 from engines.segmentation.prior import load_prior
 from engines.segmentation.scenes import generate_scene
 

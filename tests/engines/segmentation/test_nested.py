@@ -11,7 +11,7 @@ from engines.segmentation.export import export_scannet, labelled_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
 from engines.segmentation.nested import NestedParams, nested_parts, ranked_below
 from engines.segmentation.unclaimed import CONFIRMED, NESTED, UNCONFIRMED
-from engines.segmentation.pipeline import SegmentationResult, _segments
+from engines.segmentation.api import SegmentationResult, _segments
 from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
 
 

@@ -12,7 +12,7 @@ from engines.core import EngineError
 from engines.segmentation.agent import MOVES, AgentParams, moved
 from engines.segmentation.example import example_cloud
 from engines.segmentation.objectness import RewardParams
-from engines.segmentation.pipeline import SegmentParams, method_params, segment
+from engines.segmentation.api import SegmentParams, method_params, segment
 from engines.segmentation.policy import (
     PolicyConfig, PolicyTrainParams, _advantages, _net, _ppo_update, load_policy, run_policy_agent, shipped_policy_path,
     train_policy,

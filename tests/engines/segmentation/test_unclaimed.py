@@ -11,7 +11,7 @@ from engines.segmentation.agent import AgentParams
 from engines.segmentation.example import example_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
 from engines.segmentation.nested import ranked_below
-from engines.segmentation.pipeline import SegmentParams, segment
+from engines.segmentation.api import SegmentParams, segment
 from engines.segmentation.unclaimed import CONFIRMED, UNCONFIRMED, UnclaimedParams, in_band, ranked_after, unclaimed_parts
 
 

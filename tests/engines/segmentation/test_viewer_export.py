@@ -9,7 +9,7 @@ import pytest
 
 from engines.segmentation import viewer
 from engines.segmentation.export import export_json, export_ply, export_scannet
-from engines.segmentation.pipeline import SegmentationResult, _segments
+from engines.segmentation.api import SegmentationResult, _segments
 from engines.segmentation.pointio import PointCloud, read_cloud
 
 

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from engines.planner.procedural import generate
-from engines.planner.runner import RunParams, run
+from engines.planner.api import RunParams, run
 from engines.planner.scenario import scenario_to_dict
 from tests.conftest import wait_until
 from workbench.screenshot import grab_image, is_blank

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engines.planner.episode import episode_to_dict
-from engines.planner.runner import RunParams, run
+from engines.planner.api import RunParams, run
 from tests.engines.planner.helpers import agent, scenario
 
 from .test_panel import finish, load, make_panel

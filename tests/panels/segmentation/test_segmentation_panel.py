@@ -143,7 +143,7 @@ def test_colour_modes_point_size_and_cameras(qapp, ran) -> None:
 
 def test_click_selects_the_segment_under_the_cursor(qapp, qtbot, panel) -> None:
     # A tiny hand-made result so the test does not depend on what the prior finds.
-    from engines.segmentation.pipeline import SegmentationResult, _segments
+    from engines.segmentation.api import SegmentationResult, _segments
     from engines.segmentation.viewer import result_view, scene_view
     from panels.segmentation import work
 
@@ -208,7 +208,7 @@ def test_threshold_change_rescores_in_the_background(qapp, ran) -> None:
     result = p.view.result
     assert result.segments and result.trajectories == old.result.trajectories  # re-scored, not searched again
     # What the panel shows is the engine's re-scoring of the old search with the new thresholds.
-    from engines.segmentation.pipeline import resegment
+    from engines.segmentation.api import resegment
 
     expected = resegment(old.result, p.scene.cloud, p.params(method="grabs"))
     np.testing.assert_array_equal(result.instance, expected.instance)

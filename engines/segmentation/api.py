@@ -1,4 +1,5 @@
-"""Segment a point cloud: GrabS (plane removal, anchors, agent, final masks) or the DBSCAN baseline.
+"""What the panel and the CLI call to segment a point cloud: GrabS (plane removal, anchors, agent,
+final masks) or the DBSCAN baseline.
 
 The method sees points only: `segment` takes a `PointCloud` and drops any instance ids or
 scores it carries before anything else runs, so ground truth can never leak into a result.
