@@ -61,7 +61,7 @@ class PreferencesDialog(QDialog):
         for kind, text in BATCH_RUNS.items():
             self.executor.addItem(text, kind)
         self.executor.setCurrentIndex(max(0, self.executor.findData(settings.preference("executor"))))
-        self.executor.setToolTip("Where the planner's suite on a folder runs; its results do not depend on it")
+        self.executor.setToolTip("Where the planner's suite on a folder and the segmentation benchmark run; their results do not depend on it")
         self.workers = QSpinBox()
         self.workers.setRange(1, 4096)
         self.workers.setValue(max(1, settings.preference("workers")))

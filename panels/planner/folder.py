@@ -25,9 +25,10 @@ COLUMNS = ("file", "CLS log replay", "CLS reactive")
 
 
 class FolderTab(QWidget):
-    """Open a folder, run the suite over it, click a file to replay it (``fileChosen``)."""
+    """Open a folder (``folderChosen``), run the suite over it, click a file to replay it (``fileChosen``)."""
 
     fileChosen = Signal(str)
+    folderChosen = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,7 +64,7 @@ class FolderTab(QWidget):
     def _ask_folder(self) -> None:
         dialog = QFileDialog(self, "Open a folder of scenarios", str(self.folder or Path.home()))
         dialog.setFileMode(QFileDialog.FileMode.Directory)
-        dialog.fileSelected.connect(lambda p: self.open_folder(Path(p)))
+        dialog.fileSelected.connect(self.folderChosen.emit)  # the panel opens it and says what is wrong with it
         dialog.open()
 
     def open_folder(self, folder: Path) -> None:

@@ -57,6 +57,7 @@ class PlannerPanel(MethodPanel):
         self.folder_runner = self.add_runner("planner-folder", finished=self.folder.show_scores, controls=self.folder.controls)
         self.folder.controls.run_button.clicked.connect(self.run_folder)
         self.folder.fileChosen.connect(lambda path: self.open_path(Path(path)))
+        self.folder.folderChosen.connect(lambda path: self.open_folder(Path(path)))
         self.controls.source.currentIndexChanged.connect(self.preview)
         self.controls.seed.valueChanged.connect(self.preview)
         self.preview()  # open on the chosen scene at t = 0 rather than an empty view

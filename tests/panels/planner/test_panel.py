@@ -355,7 +355,7 @@ def test_a_ray_cluster_that_cannot_be_reached_is_one_sentence(qapp, qtbot, panel
 
 def test_an_empty_folder_is_one_sentence(qtbot, panel_ctx, tmp_path: Path) -> None:
     panel = make_panel(qtbot, panel_ctx)
-    panel.open_folder(tmp_path)
+    panel.folder.folderChosen.emit(str(tmp_path))  # what the tab's folder dialog sends
     assert "holds no scenario files" in panel.message.text and panel.folder.folder is None
 
 
