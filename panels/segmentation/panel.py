@@ -56,11 +56,8 @@ class SegmentationPanel(MethodPanel):
         self._job_kind = ""
         self._visible = np.zeros(0, bool)
         # One runner per export kind: exporting JSON must not cancel a PLY still being written.
-        self._exporters = {kind: ctx.jobs.runner(f"segmentation-export-{kind}") for kind in ("ply", "json", "scannet")}
-        for runner in self._exporters.values():
-            runner.failed.connect(self.show_error)
-            runner.errored.connect(lambda text, tb: self.show_error(f"The export failed ({text}); the log has the details."))
-            runner.finished.connect(lambda p: self.show_info(f"Wrote {p}"))
+        self._exporters = {kind: self.add_runner(f"segmentation-export-{kind}", finished=lambda p: self.show_info(f"Wrote {p}"))
+                           for kind in ("ply", "json", "scannet")}
         self._recompute_timer = QTimer(self)
         self._recompute_timer.setSingleShot(True)
         self._recompute_timer.setInterval(300)
