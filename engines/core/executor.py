@@ -39,9 +39,14 @@ RAY_OBJECT_STORE_BYTES = 128 * 1024 * 1024  # a local Ray's object store: result
 # A local Ray shares this machine with the work it runs: on a busy machine its own node missed
 # Ray's default health checks and was declared dead. Two minutes of silence, here.
 PATIENT_HEALTH_CHECKS = {"health_check_period_ms": 5000, "health_check_timeout_ms": 20000, "health_check_failure_threshold": 24}
-# ray.init keeps retrying, for many minutes, an address where no Ray answers: a plain TCP connection
-# first, given this long, turns a cluster that is down or mistyped into one sentence.
+# ray.init keeps retrying, for many minutes, an address where no Ray answers: a connection first,
+# given this long, turns a cluster that is down, mistyped or another server into one sentence.
 REACH_TIMEOUT_S = 5.0
+# A Ray head's address is its GCS, a gRPC (HTTP/2) server: it answers a client's connection preface
+# with a SETTINGS frame (type 4 in the 9-byte frame header). A web server or a database does not.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # the preface, then an empty SETTINGS
+SETTINGS_FRAME = 4
+_VERSIONS = re.compile(r"Ray: (\S+)\s+Python: (\S+)")
 _HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})")
 
 _current_cancel: contextvars.ContextVar[CancelToken] = contextvars.ContextVar("executor_cancel", default=NEVER_CANCELLED)
@@ -352,15 +357,36 @@ def connect(address: str | None, workers: int = 1):
         except ConnectionError as exc:
             first = str(exc).split(". ")[0].rstrip(".")  # Ray's first sentence; the rest names its CLI flags
             raise EngineError(f"cannot reach a Ray cluster at {address}: {first[:1].lower()}{first[1:]}") from None
+        except RuntimeError as exc:
+            versions = _VERSIONS.findall(str(exc))  # Ray's "Version mismatch": the cluster's, then this process's
+            if len(versions) != 2:
+                raise
+            (ray_there, py_there), (ray_here, py_here) = versions
+            raise EngineError(
+                f"the Ray cluster at {address} runs Ray {ray_there} on Python {py_there}, this machine Ray {ray_here} "
+                f"on Python {py_here}: install the same versions on both"
+            ) from None
         _joined = wanted
     return ray
 
 
 def _check_reachable(address: str) -> None:
-    """EngineError unless something accepts a connection at HOST:PORT within ``REACH_TIMEOUT_S``."""
+    """EngineError unless a Ray head (an HTTP/2 server) answers at HOST:PORT within ``REACH_TIMEOUT_S``."""
     host, _, port = address.rpartition(":")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S)
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
         raise EngineError(f"cannot reach a Ray cluster at {address}: {reason[:1].lower()}{reason[1:]}") from None
+    with conn:
+        try:
+            conn.sendall(HTTP2_PREFACE)
+            head = b""
+            while len(head) < 9 and (chunk := conn.recv(9 - len(head))):
+                head += chunk
+        except OSError:  # silent past the timeout, or the connection reset
+            head = b""
+    if len(head) < 9 or head[3] != SETTINGS_FRAME:
+        raise EngineError(
+            f"{address} answers, but not as a Ray cluster: give the head node's address (port 6379 unless 'ray start --head --port' chose another)"
+        )

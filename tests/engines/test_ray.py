@@ -47,3 +47,9 @@ def test_a_killed_worker_is_retried_once_then_counted(tmp_path: Path) -> None:
     results = list(run_tasks(partial(die, str(tmp_path)), [0, 1, 2, 3], ExecutorSpec("ray", 2)))
     assert [r.value for r in results] == [0, None, 20, 30]  # item 2 died once and went again
     assert results[1].died and failure_count(results) == 1
+
+
+def test_a_real_ray_head_passes_the_address_check() -> None:
+    from engines.core import executor
+
+    executor._check_reachable(ray.get_runtime_context().gcs_address)  # its GCS answers HTTP/2, as a cluster's head does

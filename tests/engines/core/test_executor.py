@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+import threading
 import types
 from functools import partial
 from pathlib import Path
@@ -168,3 +169,61 @@ def test_an_unreachable_cluster_is_one_sentence_and_keeps_the_ray_it_had(fake_ra
     with pytest.raises(EngineError, match=rf"^cannot reach a Ray cluster at 127\.0\.0\.1:{port}: connection refused$"):
         connect(f"127.0.0.1:{port}")
     assert ray.calls == [("init", None, 1)] and ray.initialised
+
+
+def _server(reply: bytes | None) -> tuple[socket.socket, threading.Thread]:
+    """A local server that sends ``reply`` to the first client (None: says nothing until it leaves)."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(64)
+            if reply is not None:
+                conn.sendall(reply)
+            conn.settimeout(10)
+            try:
+                conn.recv(64)  # until the client hangs up
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return server, thread
+
+
+@pytest.mark.parametrize("reply", [b"HTTP/1.1 400 Bad Request\r\n\r\n", None], ids=["a web server", "a silent port"])
+def test_a_port_that_is_not_a_ray_head_is_one_sentence_without_ray_retrying(fake_ray, monkeypatch, reply) -> None:
+    ray = fake_ray()
+    monkeypatch.setattr(executor, "REACH_TIMEOUT_S", 0.5)
+    server, thread = _server(reply)
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    with server, pytest.raises(EngineError, match=rf"^{address} answers, but not as a Ray cluster: give the head node's address"):
+        connect(address)
+    thread.join(5)
+    assert ray.calls == []  # ray.init never tried it
+
+
+def test_an_http2_server_passes_the_check_as_a_ray_head_does(fake_ray) -> None:
+    ray = fake_ray()
+    settings = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # what a Ray head's GCS (gRPC) sends first: an empty SETTINGS frame
+    server, thread = _server(settings)
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    with server:
+        connect(address)
+    thread.join(5)
+    assert ray.calls == [("init", address, None)]
+
+
+def test_a_cluster_of_another_ray_version_is_one_sentence(fake_ray, monkeypatch) -> None:
+    ray = fake_ray()
+    mismatch = (
+        "Version mismatch: The cluster was started with:\n    Ray: 2.40.0\n    Python: 3.10.12\n"
+        "This process on node 10.0.0.5 was started with:\n    Ray: 2.48.0\n    Python: 3.11.7\n"
+    )  # Ray's own wording
+    monkeypatch.setattr(ray, "init", lambda **kwargs: (_ for _ in ()).throw(RuntimeError(mismatch)))
+    with pytest.raises(EngineError) as err:
+        connect("auto")
+    assert str(err.value) == (
+        "the Ray cluster at auto runs Ray 2.40.0 on Python 3.10.12, this machine Ray 2.48.0 on Python 3.11.7: install the same versions on both"
+    )
