@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engines.core import CancelToken, NEVER_CANCELLED, ProgressFn, no_progress
+from engines.core import CancelToken, EngineError, NEVER_CANCELLED, ProgressFn, no_progress
 
 from .objectness import CropScore, RewardParams, score_crops
 
@@ -46,15 +46,15 @@ class AgentParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.min_radius <= self.start_radius <= self.max_radius:
-            raise ValueError("radii must satisfy 0 < min <= start <= max")
+            raise EngineError("radii must satisfy 0 < min <= start <= max")
         if not 1 <= self.anchors <= MAX_ANCHORS:
-            raise ValueError(f"anchors must be 1 to {MAX_ANCHORS}, got {self.anchors}")
+            raise EngineError(f"anchors must be 1 to {MAX_ANCHORS}, got {self.anchors}")
         if self.max_steps < 1:
-            raise ValueError("at least one step")
+            raise EngineError("at least one step")
         if not 0 <= self.second_round <= 1:
-            raise ValueError("the second search's share of the anchors must be 0 to 1")
+            raise EngineError("the second search's share of the anchors must be 0 to 1")
         if self.policy not in POLICIES:
-            raise ValueError(f"agent policy must be one of {', '.join(POLICIES)}")
+            raise EngineError(f"agent policy must be one of {', '.join(POLICIES)}")
 
     @property
     def second_anchors(self) -> int:

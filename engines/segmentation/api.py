@@ -67,9 +67,9 @@ class SegmentParams:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}")
+            raise EngineError(f"method must be one of {', '.join(METHODS)}")
         if self.max_points < 1000:
-            raise ValueError("max_points must be at least 1000")
+            raise EngineError("max_points must be at least 1000")
 
 
 @dataclass(frozen=True)

@@ -72,14 +72,9 @@ def write_room(folder: Path, k: int, seed: int, params: SceneParams, generator: 
     n_points = params.n_points
     if points is not None:
         n_points = int(round(np.exp(np.random.default_rng([seed + k, 55]).uniform(np.log(points[0]), np.log(points[1])))))
-    try:
-        scene = (
-            generate_scene(seed + k, replace(params, n_points=n_points))
-            if generator == "train"
-            else generate_eval_scene(seed + k, EvalSceneParams(n_points))
-        )
-    except ValueError as exc:
-        raise EngineError(str(exc)) from None
+    scene = (
+        generate_scene(seed + k, replace(params, n_points=n_points)) if generator == "train" else generate_eval_scene(seed + k, EvalSceneParams(n_points))
+    )
     path = folder / f"scene_{k:03d}.ply"
     write_cloud(path, PointCloud(scene.points, scene.colors, scene.instance))
     write_json(folder / f"scene_{k:03d}.json", {**scene.meta(), "generator": generator}, indent=1)

@@ -1,6 +1,8 @@
 """From candidate masks to final segments: GrabS's deduplication and one label per point."""
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,9 +17,9 @@ class DedupParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.iou <= 1 or not 0 < self.inside <= 1:
-            raise ValueError("the duplicate IoU and the inside share must be in (0, 1]")
+            raise EngineError("the duplicate IoU and the inside share must be in (0, 1]")
         if self.min_points < 1 or self.final_points < 1:
-            raise ValueError("the minimum segment size must be at least 1 point")
+            raise EngineError("the minimum segment size must be at least 1 point")
 
 
 def deduplicate(masks: list[np.ndarray], scores: list[float], params: DedupParams = DedupParams()) -> list[int]:

@@ -18,6 +18,8 @@ table). Only the points and the prior are read.
 """
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +40,9 @@ class MergeParams:
 
     def __post_init__(self) -> None:
         if self.link <= 0 or self.contacts < 1 or not 0 < self.coverage <= 1:
-            raise ValueError("merge link must be positive, contacts at least 1 and coverage in (0, 1]")
+            raise EngineError("merge link must be positive, contacts at least 1 and coverage in (0, 1]")
         if not 0 < self.stacked <= 1 or self.column <= 0 or self.rise <= 0:
-            raise ValueError("merge stacked share must be in (0, 1], column and rise positive")
+            raise EngineError("merge stacked share must be in (0, 1], column and rise positive")
 
 
 def touching_pairs(points: np.ndarray, instance: np.ndarray, params: MergeParams) -> list[tuple[int, int]]:

@@ -14,6 +14,8 @@ nothing, a right one adds recall. Only the points and the prior are read.
 
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +35,11 @@ class NestedParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.band <= 0.2:
-            raise ValueError("the nested parts' surface band must be in (0, 0.2] m")
+            raise EngineError("the nested parts' surface band must be in (0, 0.2] m")
         if not 0 < self.link <= 1:
-            raise ValueError("the nested parts' link must be in (0, 1] m")
+            raise EngineError("the nested parts' link must be in (0, 1] m")
         if not 0 < self.max_share < 1:
-            raise ValueError("the nested parts' largest share of a segment must be in (0, 1)")
+            raise EngineError("the nested parts' largest share of a segment must be in (0, 1)")
 
 
 def _beneath_surface(points: np.ndarray, params: NestedParams, min_points: int) -> list[np.ndarray]:

@@ -8,6 +8,8 @@ an object. All crops of one agent step go through the prior in a few batched pas
 """
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +36,7 @@ class RewardParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.mask_threshold < 0.5 or not 0 < self.found_threshold < 1.0:
-            raise ValueError("thresholds must be positive and small (normalised units)")
+            raise EngineError("thresholds must be positive and small (normalised units)")
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,9 @@ class PolicyTrainParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.minutes <= 90:
-            raise ValueError("minutes must be in (0, 90]")
+            raise EngineError("minutes must be in (0, 90]")
         if self.rooms < 1 or self.held_out < 1 or self.episodes < 2 or self.refresh_every < 1:
-            raise ValueError("at least one training room, one held-out room and two episodes per iteration")
+            raise EngineError("at least one training room, one held-out room and two episodes per iteration")
 
 
 def _net(config: PolicyConfig):

@@ -16,6 +16,8 @@ Only the points and the prior are read.
 """
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,9 +33,9 @@ class RankParams:
 
     def __post_init__(self) -> None:
         if not 0 <= self.objectness_weight <= 10:
-            raise ValueError("the objectness weight of the ranking must be 0 to 10")
+            raise EngineError("the objectness weight of the ranking must be 0 to 10")
         if not 0 < self.context_margin <= 1:
-            raise ValueError("the ranking's context margin must be in (0, 1] m")
+            raise EngineError("the ranking's context margin must be in (0, 1] m")
 
 
 def coverage(prior, points: np.ndarray, instance: np.ndarray, reward: RewardParams, rng: np.random.Generator) -> dict[int, float]:

@@ -7,6 +7,8 @@ removal), with sensor noise. Ground-truth instance ids ride along for evaluation
 """
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,9 +34,9 @@ class SceneParams:
 
     def __post_init__(self) -> None:
         if not 1000 <= self.n_points <= 2_000_000:
-            raise ValueError("n_points must be between 1000 and 2,000,000")
+            raise EngineError("n_points must be between 1000 and 2,000,000")
         if not 1 <= self.min_objects <= self.max_objects <= 30:
-            raise ValueError("object counts must satisfy 1 <= min <= max <= 30")
+            raise EngineError("object counts must satisfy 1 <= min <= max <= 30")
 
 
 @dataclass(frozen=True)

@@ -66,19 +66,19 @@ class TrainParams:
         from .prior import MODEL_SIZES
 
         if self.model not in MODEL_SIZES:
-            raise ValueError(f"model must be one of {', '.join(MODEL_SIZES)}")
+            raise EngineError(f"model must be one of {', '.join(MODEL_SIZES)}")
         if not 0 <= self.voxel <= 0.2:
-            raise ValueError("voxel must be in [0, 0.2] (normalised units)")
+            raise EngineError("voxel must be in [0, 0.2] (normalised units)")
         if not 0 < self.minutes <= 90:
-            raise ValueError("minutes must be in (0, 90]")
+            raise EngineError("minutes must be in (0, 90]")
         if self.pool < 2 or self.val_size < 2:
-            raise ValueError("pool and val_size must be at least 2")
+            raise EngineError("pool and val_size must be at least 2")
         if self.batch < 2 or self.inputs < 32 or self.queries < 32:
-            raise ValueError("batch >= 2, inputs >= 32, queries >= 32")
+            raise EngineError("batch >= 2, inputs >= 32, queries >= 32")
         if not 0 <= self.room_share <= 1:
-            raise ValueError("room_share must be in [0, 1]")
+            raise EngineError("room_share must be in [0, 1]")
         if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError("max_steps must be at least 1")
+            raise EngineError("max_steps must be at least 1")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ segments are unconfirmed. Only the points are read.
 
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +42,7 @@ class UnclaimedParams:
 
     def __post_init__(self) -> None:
         if not 0 < self.link <= 1:
-            raise ValueError("the link of the unclaimed parts must be in (0, 1] m")
+            raise EngineError("the link of the unclaimed parts must be in (0, 1] m")
 
 
 def unclaimed_parts(points: np.ndarray, instance: np.ndarray, params: UnclaimedParams) -> tuple[np.ndarray, np.ndarray]:

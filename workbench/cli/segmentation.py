@@ -125,10 +125,7 @@ def _params(anchors: int, agent: str = "search", **kwargs: Any):
     from engines.segmentation.api import SegmentParams
 
     params = SegmentParams()
-    try:
-        return replace(params, agent=replace(params.agent, anchors=anchors, policy=agent), **kwargs)
-    except ValueError as exc:
-        raise EngineError(str(exc)) from None
+    return replace(params, agent=replace(params.agent, anchors=anchors, policy=agent), **kwargs)
 
 
 def _after(progress: ProgressFn, seconds: float) -> ProgressFn:
@@ -192,17 +189,14 @@ def cmd_run(args: argparse.Namespace) -> None:
     params = _params(method=args.method, seed=args.seed, anchors=args.anchors, prior=str(args.prior or ""),
                      agent=args.agent, policy=str(args.policy or ""), unclaimed=UnclaimedParams(enabled=not args.no_unclaimed),
                      nested=NestedParams(enabled=not args.no_nested))
-    try:
-        params = with_thresholds(
-            params,
-            mask=args.mask_threshold,
-            found=args.found_threshold,
-            dedup_iou=args.dedup_iou,
-            min_points=args.min_points,
-            join_coverage=args.join_coverage,
-        )
-    except ValueError as exc:
-        raise EngineError(str(exc)) from None
+    params = with_thresholds(
+        params,
+        mask=args.mask_threshold,
+        found=args.found_threshold,
+        dedup_iou=args.dedup_iou,
+        min_points=args.min_points,
+        join_coverage=args.join_coverage,
+    )
     if args.method == "grabs" and args.agent == "ppo":
         from engines.segmentation.policy import load_policy
 
@@ -301,13 +295,10 @@ def cmd_train_prior(args: argparse.Namespace) -> None:
     from engines.core.distributed import finish, rank
     from engines.segmentation.train import TrainParams, train_prior
 
-    try:
-        params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
-                             data_workers=args.data_workers,
-                             **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool), ("val_size", args.val_size),
-                                                  ("room_share", args.room_share)) if v is not None})
-    except ValueError as exc:
-        raise EngineError(str(exc)) from None
+    params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, clutter_weight=args.clutter_weight,
+                         data_workers=args.data_workers,
+                         **{k: v for k, v in (("model", args.model), ("voxel", args.voxel), ("pool", args.pool), ("val_size", args.val_size),
+                                              ("room_share", args.room_share)) if v is not None})
     if args.threads < 0:
         raise EngineError("--threads must not be negative")
     log_path = args.out.with_suffix(".log.jsonl")
@@ -352,10 +343,7 @@ def cmd_validate_prior(args: argparse.Namespace) -> None:
 def cmd_train_policy(args: argparse.Namespace) -> None:
     from engines.segmentation.policy import PolicyTrainParams, train_policy
 
-    try:
-        params = PolicyTrainParams(minutes=args.minutes, seed=args.seed, rooms=args.rooms)
-    except ValueError as exc:
-        raise EngineError(str(exc)) from None
+    params = PolicyTrainParams(minutes=args.minutes, seed=args.seed, rooms=args.rooms)
     with cli_job(args, "train-policy ") as (progress, cancel):
         result = train_policy(args.out, params, args.prior, progress, cancel)
     human = (

@@ -7,6 +7,8 @@ Written in the training scenes' format (`bench.write_scenes`: a PLY with an `ins
 
 from __future__ import annotations
 
+from engines.core import EngineError
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +27,7 @@ class EvalSceneParams:
 
     def __post_init__(self) -> None:
         if not 1000 <= self.n_points <= 2_000_000:
-            raise ValueError("n_points must be between 1000 and 2,000,000")
+            raise EngineError("n_points must be between 1000 and 2,000,000")
 
 
 @dataclass

@@ -45,9 +45,9 @@ class InputFrame:
 
     def __post_init__(self) -> None:
         if self.units not in UNITS:
-            raise ValueError(f"units must be one of {', '.join(UNITS)}, not {self.units!r}")
+            raise EngineError(f"units must be one of {', '.join(UNITS)}, not {self.units!r}")
         if self.up not in UP_AXES:
-            raise ValueError(f"up must be one of {', '.join(UP_AXES)}, not {self.up!r}")
+            raise EngineError(f"up must be one of {', '.join(UP_AXES)}, not {self.up!r}")
 
 
 def detect_units(points: np.ndarray) -> tuple[str, str]:

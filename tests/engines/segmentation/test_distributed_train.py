@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from engines.core import EngineError
 import torch
 
 from engines.core.distributed import finish
@@ -96,5 +98,5 @@ def test_two_processes_each_train_on_their_half_of_the_global_batch(tmp_path: Pa
 
 
 def test_a_step_limit_is_checked() -> None:
-    with pytest.raises(ValueError, match="max_steps"):
+    with pytest.raises(EngineError, match="max_steps"):
         TrainParams(max_steps=0)

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from engines.core import EngineError
+
 from engines.segmentation.evalgen import EvalSceneParams, generate_eval_scene
 from engines.segmentation.evalgen.mesh import box
 from engines.segmentation.evalgen.scanner import Scanner, scan
@@ -39,7 +41,7 @@ def test_point_counts_span_sparse_to_dense_scans() -> None:
     sparse, dense = generate_eval_scene(21, EvalSceneParams(n_points=5000)), generate_eval_scene(21, EvalSceneParams(n_points=60000))
     assert (len(sparse.points), len(dense.points)) == (5000, 60000)
     assert [o["instance"] for o in sparse.meta()["objects"]] == [o["instance"] for o in dense.meta()["objects"]]  # the same room
-    with pytest.raises(ValueError, match="n_points"):
+    with pytest.raises(EngineError, match="n_points"):
         EvalSceneParams(n_points=10)
 
 

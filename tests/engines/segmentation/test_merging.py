@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from engines.core import EngineError
 from scipy.spatial import cKDTree
 
 from engines.segmentation.merging import MergeParams, merge_parts, stacked_share, touching_pairs
@@ -121,5 +123,5 @@ def test_a_chair_piece_under_a_table_top_is_not_joined_to_the_table() -> None:
 
 def test_merge_params_refuse_impossible_values() -> None:
     for bad in ({"link": 0.0}, {"contacts": 0}, {"coverage": 1.5}, {"stacked": 0.0}, {"stacked": 1.5}, {"column": 0.0}, {"rise": -1.0}):
-        with pytest.raises(ValueError):
+        with pytest.raises(EngineError):
             MergeParams(**bad)

@@ -7,6 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from engines.core import EngineError
+
 from engines.segmentation.export import export_scannet, labelled_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
 from engines.segmentation.nested import NestedParams, nested_parts, ranked_below
@@ -52,9 +54,9 @@ def test_nothing_is_proposed_when_switched_off_too_small_or_not_below_the_surfac
     assert not nested_parts(flipped, instance, (1,), NestedParams(), 100).any()
     lone = points[~chair]  # a table alone: its legs are below the top but too small
     assert not nested_parts(lone, np.ones(len(lone), np.int32), (1,), NestedParams(), 100).any()
-    with pytest.raises(ValueError, match="band"):
+    with pytest.raises(EngineError, match="band"):
         NestedParams(band=0.0)
-    with pytest.raises(ValueError, match="share"):
+    with pytest.raises(EngineError, match="share"):
         NestedParams(max_share=1.0)
 
 

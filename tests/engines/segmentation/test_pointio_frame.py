@@ -75,9 +75,9 @@ def test_stray_returns_do_not_make_metres_millimetres() -> None:
 
 
 def test_bad_frame_values_are_refused() -> None:
-    with pytest.raises(ValueError, match="units must be one of auto, m, mm"):
+    with pytest.raises(EngineError, match="units must be one of auto, m, mm"):
         InputFrame(units="cm")
-    with pytest.raises(ValueError, match="up must be one of auto, z, y"):
+    with pytest.raises(EngineError, match="up must be one of auto, z, y"):
         InputFrame(up="x")
 
 

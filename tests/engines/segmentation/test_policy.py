@@ -72,7 +72,7 @@ def test_training_writes_a_policy_that_loads(tmp_path: Path) -> None:
         load_policy(bad)
     with pytest.raises(EngineError, match="not found"):
         load_policy(tmp_path / "missing.pt")
-    with pytest.raises(ValueError):
+    with pytest.raises(EngineError):
         PolicyTrainParams(minutes=0)
 
 
@@ -101,7 +101,7 @@ def test_pipeline_with_the_ppo_policy() -> None:
     result = segment(example_cloud(), params)
     assert result.agent == "ppo" and result.segments and result.summary()["agent"] == "ppo"
     assert len(result.trajectories) >= 6
-    with pytest.raises(ValueError, match="policy"):
+    with pytest.raises(EngineError, match="policy"):
         replace(params.agent, policy="random")
 
 

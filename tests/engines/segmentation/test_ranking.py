@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engines.core import EngineError
+
 from engines.segmentation.objectness import RewardParams
 from engines.segmentation.prior import load_prior
 from engines.segmentation.ranking import RankParams, containment, coverage, ranked_scores
@@ -69,7 +71,7 @@ def test_half_an_object_is_not_contained_in_its_segment(room) -> None:
 
 
 def test_rank_params_refuse_impossible_values() -> None:
-    with pytest.raises(ValueError, match="weight"):
+    with pytest.raises(EngineError, match="weight"):
         RankParams(objectness_weight=-1)
-    with pytest.raises(ValueError, match="margin"):
+    with pytest.raises(EngineError, match="margin"):
         RankParams(context_margin=0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engines.core import EngineError
+
 from engines.segmentation.scenes import SceneParams, generate_scene
 from engines.segmentation.views import orbit_cameras, visible_from
 
@@ -77,7 +79,7 @@ def test_hidden_point_removal_hides_the_far_side() -> None:
 
 
 def test_bad_parameters_are_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(EngineError):
         SceneParams(n_points=10)
-    with pytest.raises(ValueError):
+    with pytest.raises(EngineError):
         SceneParams(min_objects=9, max_objects=4)

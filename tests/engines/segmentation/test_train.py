@@ -95,9 +95,9 @@ def test_fine_tuning_an_old_checkpoint_takes_this_runs_input_normalisation(tmp_p
     result = train_prior(old, params)
     assert result.steps > 3 and load_checkpoint(old)[0].config.voxel == 0.05
     assert {"held_out_mask_iou", "held_out_trivial_iou", "trivial_iou"} <= set(result.metrics)
-    with pytest.raises(ValueError, match="model must be one of"):
+    with pytest.raises(EngineError, match="model must be one of"):
         TrainParams(model="huge")
-    with pytest.raises(ValueError, match="pool"):
+    with pytest.raises(EngineError, match="pool"):
         TrainParams(pool=1)
 
 

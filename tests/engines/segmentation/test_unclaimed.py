@@ -7,6 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from engines.core import EngineError
+
 from engines.segmentation.agent import AgentParams
 from engines.segmentation.example import example_cloud
 from engines.segmentation.metrics import ScenePrediction, evaluate
@@ -42,7 +44,7 @@ def test_touching_parts_too_when_asked_and_nothing_when_off() -> None:
     assert set(np.unique(out)) == {1, 2, 3, 4} and added.sum() == 120 + 130 + 110
     same, none = unclaimed_parts(points, instance, UnclaimedParams(enabled=False))
     assert (same == instance).all() and not none.any()
-    with pytest.raises(ValueError, match="link"):
+    with pytest.raises(EngineError, match="link"):
         UnclaimedParams(link=0.0)
 
 
