@@ -45,8 +45,8 @@ class TrainParams:
     max_steps: int | None = None  # for tests
     log_every: int = 50  # steps per loss record (history, progress)
 
-    def check(self) -> None:
-        """Impossible settings fail here, before any data is generated or loaded."""
+    def __post_init__(self) -> None:
+        """Impossible settings fail when built, before any data is generated or loaded."""
         if not self.minutes > 0:
             raise EngineError("--minutes must be positive")
         if self.batch < 1:
@@ -200,7 +200,6 @@ def train(data_paths: Sequence[Path], out: Path, params: TrainParams = TrainPara
 
     Launched by torchrun as several processes, each takes its share of every global batch of
     ``params.batch`` (see ``engines.core.distributed``); rank 0 writes the checkpoint."""
-    params.check()
     group = setup()
     group.share(params.batch)  # a batch that does not split over the processes fails before any data is read
     if not group.main:

@@ -42,8 +42,8 @@ class TrainParams:
     max_steps: int | None = None  # stop once the run has this many steps in all (tests); the minutes still bound it
     data: DataConfig = field(default_factory=DataConfig)
 
-    def check(self) -> None:
-        """Impossible settings fail here, before any data is made."""
+    def __post_init__(self) -> None:
+        """Impossible settings fail when built, before any data is made."""
         if not self.minutes > 0:
             raise EngineError("training needs a positive number of minutes")
         check_seed(self.seed)
@@ -224,7 +224,6 @@ def train(params: TrainParams, progress: ProgressFn = no_progress, cancel: Cance
     from engines.core import seed_everything
     from engines.core.distributed import LossModule, setup
 
-    params.check()
     device = torch.device("cpu")
     group = setup(device)
     share = group.share(params.batch_size)  # a batch that does not split over the processes fails before any data is made

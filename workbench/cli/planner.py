@@ -237,7 +237,6 @@ def cmd_train(args: argparse.Namespace) -> None:
     params = TrainParams(minutes=args.minutes, seed=args.seed, batch=args.batch, brake_weight=args.brake_weight, early_weight=args.early_weight, slow_weight=args.slow_weight,
                          noise_draws=args.noise_draws, lr=args.lr, init=args.init)
     with cli_job(args, "train ") as (progress, cancel):
-        params.check()
         check_init(args.out, args.init, resume_state(args.out))  # an unusable or clashing checkpoint fails before any data is generated
         data_info = None
         if len(args.data) == 1 and not args.data[0].exists():

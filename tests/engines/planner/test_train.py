@@ -44,7 +44,7 @@ def test_hard_braking_is_a_drop_of_more_than_2_m_s2_within_2_s() -> None:
 
 def test_the_braking_weight_must_be_positive() -> None:
     with pytest.raises(EngineError, match="brake-weight"):
-        TrainParams(brake_weight=0.0).check()
+        TrainParams(brake_weight=0.0)
 
 
 def test_the_plans_first_seconds_weigh_more_and_the_mean_weight_stays_one() -> None:
@@ -90,7 +90,7 @@ def test_the_ego_loss_teaches_only_the_logged_part_of_a_plan() -> None:
 
 def test_the_early_weight_must_be_positive() -> None:
     with pytest.raises(EngineError, match="early-weight"):
-        TrainParams(early_weight=-1.0).check()
+        TrainParams(early_weight=-1.0)
 
 
 def test_a_stopping_plans_far_waypoints_weigh_up_to_the_cap_and_a_cruising_plans_stay_at_one() -> None:
@@ -107,7 +107,7 @@ def test_a_stopping_plans_far_waypoints_weigh_up_to_the_cap_and_a_cruising_plans
 
 def test_the_slow_weight_must_be_at_least_one() -> None:
     with pytest.raises(EngineError, match="slow-weight"):
-        TrainParams(slow_weight=0.5).check()
+        TrainParams(slow_weight=0.5)
 
 
 def _random_scenes(b: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -154,12 +154,12 @@ def test_repeated_scenes_lie_next_to_each_other_and_none_stays_none() -> None:
 
 def test_the_noise_draws_must_be_at_least_one() -> None:
     with pytest.raises(EngineError, match="noise-draws"):
-        TrainParams(noise_draws=0).check()
+        TrainParams(noise_draws=0)
 
 
 def test_the_learning_rate_must_be_positive() -> None:
     with pytest.raises(EngineError, match="--lr"):
-        TrainParams(lr=0.0).check()
+        TrainParams(lr=0.0)
 
 
 def test_fine_tuning_starts_from_the_checkpoint_and_keeps_its_normalisation(tmp_path: Path) -> None:
