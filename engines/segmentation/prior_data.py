@@ -11,6 +11,7 @@ down-sampled (`prior.encoder_inputs`) so that this spread does not reach it.
 Queries: 90% near surfaces (the object's surface jittered at three widths, and the observed
 points), 10% uniform in the normalised cube.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,9 +53,16 @@ def category_weights(categories: tuple[str, ...], room_share: float) -> np.ndarr
     return np.where(room, room_share / room.sum(), (1.0 - room_share) / (~room).sum())
 
 
-def make_entry(rng: np.random.Generator, category: str | None = None, n_surface: int = 2000,
-               categories: tuple[str, ...] = TRAIN_CATEGORIES, room_share: float = 0.5) -> PoolEntry:
-    shape = make_object(category or str(rng.choice(categories, p=category_weights(categories, room_share))), rng)
+def make_entry(
+    rng: np.random.Generator,
+    category: str | None = None,
+    n_surface: int = 2000,
+    categories: tuple[str, ...] = TRAIN_CATEGORIES,
+    room_share: float = 0.5,
+) -> PoolEntry:
+    weights = category_weights(categories, room_share)
+    uniform = bool(np.allclose(weights, weights[0]))  # drawn as before room_share existed: the same objects for the same seed
+    shape = make_object(category or str(rng.choice(categories) if uniform else rng.choice(categories, p=weights)), rng)
     surface = shape.sample_surface(n_surface, rng)
     lo, hi = surface.min(0), surface.max(0)
     center = (lo + hi) / 2
@@ -70,8 +78,7 @@ def make_entry(rng: np.random.Generator, category: str | None = None, n_surface:
 class ObjectPool:
     """A rolling pool of objects with precomputed partial views; a few are replaced each step."""
 
-    def __init__(self, size: int, rng: np.random.Generator, categories: tuple[str, ...] = TRAIN_CATEGORIES,
-                 room_share: float = 0.5) -> None:
+    def __init__(self, size: int, rng: np.random.Generator, categories: tuple[str, ...] = TRAIN_CATEGORIES, room_share: float = 0.5) -> None:
         self.rng = rng
         self.categories = categories
         self.room_share = room_share
@@ -109,8 +116,7 @@ def _view(entry: PoolEntry, pose: Pose, density: float, rng: np.random.Generator
     return pose.to_world(entry.surface[idx])
 
 
-def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q: int = 1024, clutter: bool = True,
-                voxel: float = 0.0) -> Sample:
+def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q: int = 1024, clutter: bool = True, voxel: float = 0.0) -> Sample:
     entry = pool.pick()
     tilt = rng.random() < 0.5
     pose = Pose(
@@ -169,7 +175,14 @@ def make_sample(pool: ObjectPool, rng: np.random.Generator, n_in: int = 512, n_q
     clutter_q[n_surf : n_surf + n_obs] = np.abs(sdf[n_surf : n_surf + n_obs]) > CLUTTER_MARGIN
     obs_sdf = posed_sdf(entry.shape, pose, pts) / scale
     return Sample(
-        inputs.astype(np.float32), ((q_world - c) / scale).astype(np.float32), sdf.astype(np.float32), clutter_q,
-        obs_sdf.astype(np.float32), ((pts - c) / scale).astype(np.float32),
-        pose.yaw, pose.pitch, pose.roll, entry.shape.symmetry,
+        inputs.astype(np.float32),
+        ((q_world - c) / scale).astype(np.float32),
+        sdf.astype(np.float32),
+        clutter_q,
+        obs_sdf.astype(np.float32),
+        ((pts - c) / scale).astype(np.float32),
+        pose.yaw,
+        pose.pitch,
+        pose.roll,
+        entry.shape.symmetry,
     )

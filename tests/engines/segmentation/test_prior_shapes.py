@@ -92,3 +92,38 @@ def test_voxel_inputs_do_not_follow_the_density() -> None:
     assert near_blob(encoder_inputs(crop, 256, 0.0, rng)) > 0.8  # plain subsampling: the blob crowds out the plane
     assert near_blob(encoder_inputs(crop, 256, 0.03, rng)) < 0.1  # voxels: each occupied cell counts once
     assert encoder_inputs(crop[:100], 256, 0.03, rng).shape == (256, 3)  # fewer points than asked: drawn with replacement
+
+
+def test_an_even_mix_draws_the_objects_it_drew_before_room_share_existed() -> None:
+    """validate-prior's crops and a seed's training stream stay what the recorded numbers were measured on
+    (the draws of the code before room_share, pinned)."""
+    held_out = ObjectPool(12, np.random.default_rng(777), HELD_OUT_CATEGORIES)
+    assert [e.shape.category for e in held_out.entries] == [
+        "ladder_like",
+        "rack",
+        "rack",
+        "ladder_like",
+        "plant",
+        "ladder_like",
+        "plant",
+        "ladder_like",
+        "ladder_like",
+        "plant",
+        "ladder_like",
+        "plant",
+    ]
+    training = ObjectPool(12, np.random.default_rng(5))
+    assert [e.shape.category for e in training.entries] == [
+        "storage",
+        "seat",
+        "bed",
+        "storage",
+        "assembly",
+        "vessel",
+        "bench",
+        "storage",
+        "sofa_like",
+        "sofa",
+        "table_like",
+        "storage",
+    ]
