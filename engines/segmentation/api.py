@@ -163,7 +163,7 @@ def with_thresholds(
     join_coverage: float | None = None,
 ) -> SegmentParams:
     """The thresholds the panel's sliders and `segmentation run` set (None keeps a value); raises
-    ValueError for impossible ones."""
+    EngineError for impossible ones."""
     if mask is not None:
         params = replace(params, reward=replace(params.reward, mask_threshold=mask))
     if found is not None:
