@@ -6,8 +6,9 @@ fragments of neighbouring objects inside a cylinder crop, leftover floor and wal
 ball-shaped holes. The target is always the clean signed distance of the one object.
 Objects come from two sources: the room generator's furniture (`categories.py`), a share
 ``room_share`` of the draws (half by default), and the wide parametric families of
-`prior_categories.py`; ``HELD_OUT_CATEGORIES`` never enter training. Densities span 60-5000 points per square metre; the encoder's input is voxel
-down-sampled (`prior.encoder_inputs`) so that this spread does not reach it.
+`prior_categories.py`; ``HELD_OUT_CATEGORIES`` never enter training. Densities span 60-5000
+points per square metre; the encoder's input is voxel down-sampled (`prior.encoder_inputs`) so
+that this spread does not reach it.
 Queries: 90% near surfaces (the object's surface jittered at three widths, and the observed
 points), 10% uniform in the normalised cube.
 """

@@ -5,7 +5,6 @@ score, prior residual, RGB or false positives / negatives; a segment list with v
 click-to-select; camera presets; the agent's trajectories replayed with their cylinders; threshold
 sliders that re-score masks in the background; the AP table and precision/recall curves; exports.
 """
-
 from __future__ import annotations
 
 from dataclasses import replace
@@ -16,17 +15,8 @@ import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QImage, QPainter
 from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QSpinBox,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
+    QComboBox, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSpinBox, QSplitter, QTabWidget,
+    QVBoxLayout, QWidget,
 )
 
 from engines.core import EngineError, atomic_path
@@ -99,10 +89,8 @@ class SegmentationPanel(MethodPanel):
         self.method.addItem("GrabS agent (search)", "grabs")
         self.method.addItem("GrabS agent (PPO policy)", "grabs_ppo")
         self.method.addItem("DBSCAN baseline", "dbscan")
-        self.method.setToolTip(
-            "Search: every action of the cylinder scored by the prior. PPO policy: the learned policy picks "
-            "one action a step (resources/segmentation/policy.pt). DBSCAN: the baseline."
-        )
+        self.method.setToolTip("Search: every action of the cylinder scored by the prior. PPO policy: the learned policy picks "
+                               "one action a step (resources/segmentation/policy.pt). DBSCAN: the baseline.")
         self.anchors = QSpinBox()
         self.anchors.setObjectName("anchorsBox")
         self.anchors.setRange(1, 128)
@@ -124,17 +112,8 @@ class SegmentationPanel(MethodPanel):
         self.progress.hide()
         self.status = QLabel("Open a point cloud (PLY, PCD, XYZ, PTS, NPZ) or the example.")
         self.status.setObjectName("statusText")
-        for w in (
-            self.open_button,
-            self.example_button,
-            QLabel("Method"),
-            self.method,
-            QLabel("Anchors"),
-            self.anchors,
-            self.run_button,
-            self.cancel_button,
-            self.progress,
-        ):
+        for w in (self.open_button, self.example_button, QLabel("Method"), self.method, QLabel("Anchors"), self.anchors,
+                  self.run_button, self.cancel_button, self.progress):
             bar.addWidget(w)
         bar.addWidget(self.status, 1)
         outer.addLayout(bar)
@@ -163,15 +142,8 @@ class SegmentationPanel(MethodPanel):
         self.thresholds = ThresholdControls()
         self.metrics = MetricsView()
         self.bench = BenchTab()
-        for w, name in (
-            (self.input, "Input"),
-            (self.segments, "Segments"),
-            (self.controls, "View"),
-            (self.replay, "Agent"),
-            (self.thresholds, "Thresholds"),
-            (self.metrics, "Metrics"),
-            (self.bench, "Bench"),
-        ):
+        for w, name in ((self.input, "Input"), (self.segments, "Segments"), (self.controls, "View"), (self.replay, "Agent"),
+                        (self.thresholds, "Thresholds"), (self.metrics, "Metrics"), (self.bench, "Bench")):
             self.tabs.addTab(w, name)
         self.tabs.setCurrentWidget(self.segments)
         self.tabs.setMinimumWidth(300)
@@ -298,12 +270,8 @@ class SegmentationPanel(MethodPanel):
 
     def export_actions(self) -> list[QAction]:
         actions = []
-        for text, slot in (
-            ("Labelled PLY (instance, score)…", self.export_ply_dialog),
-            ("ScanNet benchmark layout…", self.export_scannet_dialog),
-            ("JSON summary…", self.export_json_dialog),
-            ("PNG of the 3-D view…", self.export_png_dialog),
-        ):
+        for text, slot in (("Labelled PLY (instance, score)…", self.export_ply_dialog), ("ScanNet benchmark layout…", self.export_scannet_dialog),
+                           ("JSON summary…", self.export_json_dialog), ("PNG of the 3-D view…", self.export_png_dialog)):
             action = QAction(text, self)
             action.triggered.connect(slot)
             actions.append(action)
@@ -322,14 +290,9 @@ class SegmentationPanel(MethodPanel):
         t = self.thresholds.values()
         unclaimed = replace(base.unclaimed, enabled=self.thresholds.unclaimed.isChecked())
         nested = replace(base.nested, enabled=self.thresholds.nested.isChecked())
-        params = with_thresholds(
-            replace(base, agent=replace(base.agent, anchors=self.anchors.value()), unclaimed=unclaimed, nested=nested),
-            mask=t["mask_threshold"],
-            found=t["found_threshold"],
-            dedup_iou=t["dedup_iou"],
-            min_points=int(t["min_points"]),
-            join_coverage=t["join_coverage"],
-        )
+        params = with_thresholds(replace(base, agent=replace(base.agent, anchors=self.anchors.value()), unclaimed=unclaimed, nested=nested),
+                                 mask=t["mask_threshold"], found=t["found_threshold"], dedup_iou=t["dedup_iou"],
+                                 min_points=int(t["min_points"]), join_coverage=t["join_coverage"])
         return method_params(params, method or self.method.currentData())
 
     # Jobs ------------------------------------------------------------------------------------
@@ -435,10 +398,8 @@ class SegmentationPanel(MethodPanel):
         result = view.result
         self.segments.fill(segment_rows(result))
         second = {c.trajectory for c in result.candidates if c.second}
-        labels = [
-            f"#{i}: {'found' if t.found else 'not found'} after {len(t.steps) - 1} steps{' (second search)' if i in second else ''}"
-            for i, t in enumerate(result.trajectories)
-        ]
+        labels = [f"#{i}: {'found' if t.found else 'not found'} after {len(t.steps) - 1} steps{' (second search)' if i in second else ''}"
+                  for i, t in enumerate(result.trajectories)]
         found = [i for i, t in enumerate(result.trajectories) if t.found]
         self.replay.fill(labels, found[0] if found else 0)  # open on the agent at work
         if not labels:
@@ -446,12 +407,8 @@ class SegmentationPanel(MethodPanel):
         rows, curves = [], {}
         if view.metrics is not None:
             m = view.metrics
-            rows = [
-                ("AP (0.50:0.95)", f"{m.ap:.3f}"),
-                ("AP50", f"{m.ap50:.3f}"),
-                ("AP25", f"{m.ap25:.3f}"),
-                ("objects / predictions", f"{m.n_gt} / {m.n_pred}"),
-            ]
+            rows = [("AP (0.50:0.95)", f"{m.ap:.3f}"), ("AP50", f"{m.ap50:.3f}"), ("AP25", f"{m.ap25:.3f}"),
+                    ("objects / predictions", f"{m.n_gt} / {m.n_pred}")]
             rows += [(f"AP @ {k}", f"{v:.3f}") for k, v in m.per_threshold.items() if k not in ("0.25", "0.50")]
             rows += [(k.replace("_", " ") + " points", f"{v:,}") for k, v in view.errors.items()]
             curves = {k: (m.curves[k].precision, m.curves[k].recall) for k in ("0.50", "0.25")}
@@ -474,11 +431,9 @@ class SegmentationPanel(MethodPanel):
             source = scene.colors.get(mode)
         if source is None:
             source = scene.colors["rgb"] if mode == "rgb" else scene.colors.get("ground truth" if mode == "ground truth" else "height")
-        legend = {
-            "errors": "green: true positive, red: false positive, blue: false negative (IoU > 0.5)",
-            "prior residual": "prior |SDF| per point: dark = on the decoded surface",
-            "score": "segment confidence (dark 0, yellow 1)",
-        }
+        legend = {"errors": "green: true positive, red: false positive, blue: false negative (IoU > 0.5)",
+                  "prior residual": "prior |SDF| per point: dark = on the decoded surface",
+                  "score": "segment confidence (dark 0, yellow 1)"}
         self.controls.legend.setText(legend.get(mode, ""))
         return source
 
@@ -547,13 +502,8 @@ class SegmentationPanel(MethodPanel):
         where = f"point {index:,} at ({p[0]:.2f}, {p[1]:.2f}, {p[2]:.2f})"
         if sid > 0:
             seg = next(s for s in self.view.result.segments if s.id == sid)
-            kind = (
-                f" (nested in #{seg.parent}: beneath its top surface, ranked last)"
-                if seg.parent
-                else ""
-                if seg.confirmed
-                else " (unconfirmed: no search claimed it)"
-            )
+            kind = (f" (nested in #{seg.parent}: beneath its top surface, ranked last)" if seg.parent
+                    else "" if seg.confirmed else " (unconfirmed: no search claimed it)")
             self.controls.info.setText(f"{where}: segment #{sid}{kind}, {seg.points:,} points, score {seg.score:.3f}")
             self.segments.select_id(sid)
         else:
@@ -582,10 +532,8 @@ class SegmentationPanel(MethodPanel):
         for v in (self.pred_view, self.gt_view):
             v.set_cylinder(lines, found)
         dist = "not an object" if not np.isfinite(s.distance) else f"distance {s.distance:.3f}"
-        self.replay.text.setText(
-            f"step {step}/{len(t.steps) - 1}: {s.action}, centre ({s.x:.2f}, {s.y:.2f}), radius {s.radius:.2f} m, "
-            f"{dist}, reward {s.reward:+.0f}" + (" (found)" if found else "")
-        )
+        self.replay.text.setText(f"step {step}/{len(t.steps) - 1}: {s.action}, centre ({s.x:.2f}, {s.y:.2f}), radius {s.radius:.2f} m, "
+                                 f"{dist}, reward {s.reward:+.0f}" + (" (found)" if found else ""))
 
     def _advance(self) -> None:
         s = self.replay.slider
