@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry import Polyline
 from ..scene import Scene
 from ..vehicle import LENGTH, MAX_STEER, MAX_STEER_RATE, REAR_TO_CENTER, WHEELBASE, WIDTH
 from .base import PLAN_DT, PLAN_STEPS, Observation, Plan
@@ -26,6 +27,7 @@ from .corridor import PathFrame, path_plan
 from .rules import blend_length
 
 COMFORT_DECEL = 2.5  # m/s^2 of the fallback stop (inside nuPlan's comfort bound)
+SPLINE_DEGREE = 3  # of the smoothing spline along the route (the reactive planner's own choice)
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,11 @@ def _frenet_frame(reference: np.ndarray) -> Any:
             except (CurvilinearProjectionDomainLateralError, CurvilinearProjectionDomainLongitudinalError):
                 return None
 
+    if len(reference) <= SPLINE_DEGREE:  # a route of one straight piece: the cubic smoothing spline needs more points (scipy: "m > k")
+        route = Polyline(reference)
+        reference = route.resample(route.length / SPLINE_DEGREE)
     params = CLCSParams(processing_option=ProcessingOption.SPLINE_SMOOTHING)
-    params.spline.degree_spline = 3
+    params.spline.degree_spline = SPLINE_DEGREE
     params.spline.smoothing_factor = 2.0
     params.resampling.option = ResamplingOption.ADAPTIVE
     params.resampling.min_step = 0.5

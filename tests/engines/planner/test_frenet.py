@@ -53,3 +53,14 @@ def test_cli_runs_the_frenet_planner(cli, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["planner"] == "frenet" and data["steps"] == 20 and data["ego_progress_m"] > 15.0 and not data["collisions"]
+
+
+def test_a_route_of_one_straight_piece_gets_a_frenet_frame() -> None:
+    """A route given by 2 or 3 points (one straight lanelet, e.g. CHN_Sha-4_3) is too short for the
+    cubic smoothing spline ("m > k must hold" from scipy, "needs >= 3 points" from the CLCS): it is
+    resampled first, and the frame still follows the route."""
+    from engines.planner.planners.frenet import _frenet_frame
+
+    for route in ([[0.0, 0.0], [30.0, 0.0]], [[0.0, 0.0], [10.0, 0.0], [20.0, 0.5]]):
+        frame = _frenet_frame(np.array(route))
+        assert np.allclose(frame.convert_to_cartesian_coords(5.0, 0.0), [5.0, 0.0], atol=0.1)
