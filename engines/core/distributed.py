@@ -10,6 +10,7 @@ checkpoints and reports progress.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -112,3 +113,22 @@ def finish() -> None:
     """Leave the process group, if this process joined one (after training, or when it failed)."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+
+
+def launch_local(fn: Callable[..., Any], processes: int, *args: str) -> dict[int, Any]:
+    """``fn(*args)`` on ``processes`` local processes, as `torchrun --standalone` starts them (the
+    launcher picks the rendezvous port itself, none is chosen here and raced for); rank -> result.
+    ``fn`` must be module-level, so the spawned processes can find it."""
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=processes,
+        run_id=uuid.uuid4().hex,
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",
+        max_restarts=0,
+        start_method="spawn",
+    )
+    return elastic_launch(config, fn)(*args)

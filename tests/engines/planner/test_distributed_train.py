@@ -10,11 +10,10 @@ import pytest
 import torch
 
 from engines.core import EngineError
-from engines.core.distributed import finish
+from engines.core.distributed import finish, launch_local
 from engines.planner.data import generate_dataset
 from engines.planner.model import ModelConfig
 from engines.planner.train import TrainParams, train
-from tests.torchrun import torchrun
 
 TINY = ModelConfig(dim=32, heads=2, encoder_layers=1, decoder_layers=1)
 PARAMS = TrainParams(minutes=5.0, batch=16, max_steps=4, log_every=1)
@@ -38,7 +37,7 @@ def test_two_processes_train_like_one_at_the_same_global_batch(tmp_path: Path) -
     data = tmp_path / "d.npz"
     generate_dataset(data, episodes=1, seed=3)
     train([data], tmp_path / "one.pt", PARAMS, model_config=TINY)
-    assert torchrun(_process, 2, str(data), str(tmp_path / "two.pt")) == {0: PARAMS.max_steps, 1: PARAMS.max_steps}
+    assert launch_local(_process, 2, str(data), str(tmp_path / "two.pt")) == {0: PARAMS.max_steps, 1: PARAMS.max_steps}
     one, two = _losses(tmp_path / "one.pt"), _losses(tmp_path / "two.pt")
     assert len(one) == len(two) == PARAMS.max_steps
     assert one[0][0] > 0 and one[-1] != one[0]

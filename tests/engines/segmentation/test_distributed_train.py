@@ -14,10 +14,9 @@ import pytest
 from engines.core import EngineError
 import torch
 
-from engines.core.distributed import finish
+from engines.core.distributed import finish, launch_local
 from engines.segmentation.prior import load_checkpoint
 from engines.segmentation.train import TrainParams, train_prior
-from tests.torchrun import torchrun
 
 # a history entry every step (save_every_s=0: rank 0 writes the checkpoint every step)
 PARAMS = TrainParams(minutes=5.0, batch=8, pool=8, inputs=64, queries=128, val_size=2, save_every_s=0.0, max_steps=8, clean_start=1.0, lr=5e-3)
@@ -78,7 +77,7 @@ def _history(path: Path, key: str) -> list[float]:
 
 def test_two_processes_each_train_on_their_half_of_the_global_batch(tmp_path: Path) -> None:
     one = _run(str(tmp_path / "one.pt"), workers=0)
-    done = torchrun(_process, 2, str(tmp_path / "two.pt"))
+    done = launch_local(_process, 2, str(tmp_path / "two.pt"))
     steps = PARAMS.max_steps
     assert one["steps"] == done[0]["steps"] == done[1]["steps"] == steps
     # each process made its own half of the global batch: other samples than the other's

@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from engines.core import EngineError
-from engines.core.distributed import finish
+from engines.core.distributed import finish, launch_local
 from engines.sketcher.train import TrainParams, load_checkpoint, train
-from tests.torchrun import torchrun
 
 # a large lr: the first steps' warm-up would otherwise barely move the weights
 SETTINGS = {"minutes": 5.0, "batch_size": 8, "lr": 0.05, "validation_size": 8, "max_steps": 4, "log_every": 1}
@@ -43,7 +42,7 @@ def _process(out: str) -> dict[str, int]:
 def test_two_processes_train_like_one_at_the_same_global_batch(tmp_path: Path) -> None:
     torch.manual_seed(0)
     one = train(TrainParams(out=str(tmp_path / "one.pt"), data_workers=0, **SETTINGS))
-    done = torchrun(_process, 2, str(tmp_path / "two.pt"))
+    done = launch_local(_process, 2, str(tmp_path / "two.pt"))
     steps = SETTINGS["max_steps"]
     # rank 0 alone reported, validated and wrote the checkpoint (once, at the end); rank 1 only trained
     assert done[0]["steps"] == done[1]["steps"] == one.steps == steps
