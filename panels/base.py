@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QStyle, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QStyle, QTabWidget, QToolButton, QVBoxLayout, QWidget
 
+from engines.core import EngineError
 from engines.core.executor import ExecutorSpec
 
 if TYPE_CHECKING:
     from workbench.jobs import JobManager, JobRunner
 
+    from .folder_tab import FolderTab
     from .run_controls import RunControls
 
 
@@ -159,6 +161,26 @@ class MethodPanel(QWidget):
             controls.follow(runner)
         self.runners.append(runner)
         return runner
+
+    def add_folder_tab(self, name: str, tab: FolderTab, *, run: Callable[[], None], finished: Callable[[Any], None]) -> JobRunner:
+        """Wire a folder tab: its Run button, the folder its dialog chose (``open_folder_in``) and a
+        job slot of its own, so a batch run never cancels the panel's other work, nor it the batch."""
+        tab.controls.run_button.clicked.connect(run)
+        tab.folderChosen.connect(lambda path: self.open_folder_in(tab, Path(path)))
+        return self.add_runner(name, finished=finished, controls=tab.controls)
+
+    def open_folder_in(self, tab: FolderTab, folder: Path) -> None:
+        """List ``folder`` in ``tab`` and bring the tab to the front, or say in one sentence why not."""
+        try:
+            tab.open_folder(folder)
+        except EngineError as exc:
+            self.show_error(str(exc))
+            return
+        tabs = tab.parentWidget()
+        while tabs is not None and not isinstance(tabs, QTabWidget):
+            tabs = tabs.parentWidget()
+        if tabs is not None:
+            tabs.setCurrentWidget(tab)
 
     # Hooks the shell calls -------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

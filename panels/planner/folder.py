@@ -12,71 +12,45 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QTableWidget, QTableWidgetItem, QWidget
 
 from engines.core import EngineError
 from engines.core.executor import ExecutorSpec
 
-from ..run_controls import RunControls
+from ..folder_tab import FolderTab
 
 MODES = ("replay", "reactive")  # the suite's two modes over scenario files: log replay, reactive agents
 COLUMNS = ("file", "CLS log replay", "CLS reactive")
 
 
-class FolderTab(QWidget):
-    """Open a folder (``folderChosen``), run the suite over it, click a file to replay it (``fileChosen``)."""
+class ScenarioFolderTab(FolderTab):
+    """A folder of scenario files, the suite over it, a click on a file to replay it (``fileChosen``)."""
 
     fileChosen = Signal(str)
-    folderChosen = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.folder: Path | None = None
+        super().__init__(
+            holds="CommonRoad .xml or scenario .json files",
+            empty="No folder open: open one to list its scenario files.",
+            run="Run suite on folder",
+            run_tip="Every file with the planner chosen above, in log replay and with reactive agents",
+            columns=COLUMNS,
+            parent=parent,
+        )
         self.files: list[Path] = []
-        self.open_button = QPushButton("Open folder…")
-        self.open_button.setToolTip("A folder of CommonRoad .xml or scenario .json files")
-        self.open_button.clicked.connect(self._ask_folder)
-        self.label = QLabel("No folder open: open one to list its scenario files.")
-        self.label.setWordWrap(True)
-        self.controls = RunControls("Run suite on folder")
-        self.controls.run_button.setToolTip("Every file with the planner chosen above, in log replay and with reactive agents")
-        self.controls.run_button.setEnabled(False)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for c in range(1, len(COLUMNS)):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.cellClicked.connect(lambda row, _col: self.fileChosen.emit(str(self.files[row])))
-        top = QHBoxLayout()
-        top.addWidget(self.open_button)
-        top.addWidget(self.label, 1)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(2, 2, 2, 2)
-        lay.addLayout(top)
-        lay.addWidget(self.controls)
-        lay.addWidget(self.table, 1)
-
-    def _ask_folder(self) -> None:
-        dialog = QFileDialog(self, "Open a folder of scenarios", str(self.folder or Path.home()))
-        dialog.setFileMode(QFileDialog.FileMode.Directory)
-        dialog.fileSelected.connect(self.folderChosen.emit)  # the panel opens it and says what is wrong with it
-        dialog.open()
 
     def open_folder(self, folder: Path) -> None:
         """List the folder's scenario files (no scores yet); EngineError when it holds none."""
         from engines.planner.recorded import scenario_files
 
-        files = scenario_files(folder)
-        self.folder, self.files = folder, files
-        self.label.setText(f"{folder.name}: {len(files)} scenario file{'s' if len(files) != 1 else ''}; click one to replay it.")
-        self.controls.run_button.setEnabled(bool(files))
-        self.table.setRowCount(len(files))
-        for r, path in enumerate(files):
+        self.files = scenario_files(folder)
+        count = len(self.files)
+        self.opened(folder, f"{Path(folder).name}: {count} scenario file{'s' if count != 1 else ''}; click one to replay it.", bool(self.files))
+        self.table.setRowCount(count)
+        for r, path in enumerate(self.files):
             self.table.setItem(r, 0, QTableWidgetItem(path.name))
             for c in range(1, len(COLUMNS)):
                 self.table.setItem(r, c, QTableWidgetItem("–"))
@@ -91,11 +65,7 @@ class FolderTab(QWidget):
             for c, mode in enumerate(MODES, start=1):
                 cls = scores.get(mode, {}).get(planner)
                 error = failed.get((path.stem, mode == "reactive")) or failed.get((path.stem, None))
-                item = QTableWidgetItem(f"{cls:.1f}" if cls is not None else ("failed" if error else "–"))
-                if error:
-                    item.setToolTip(error)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.table.setItem(r, c, item)
+                self.set_number(r, c, f"{cls:.1f}" if cls is not None else ("failed" if error else "–"), error or "")
         means = [result[f"files_{mode}"].get(planner, {}).get("cls") for mode in MODES]
         scores = " / ".join("–" if m is None else f"{m:.1f}" for m in means)
         self.controls.say(f"{planner}: mean CLS {scores} (log replay / reactive), {result['where']}")

@@ -25,7 +25,7 @@ from engines.planner.params import GUIDED
 from ..base import MethodPanel, PanelContext, side_scroll
 from . import work
 from .controls import PENDING_HINT, DenoiseBar, PlannerControls, Timeline
-from .folder import FolderTab, suite_job
+from .folder import ScenarioFolderTab, suite_job
 from .plots import MetricPlots
 from .session import LAYERS, SPEEDS, PlannerSession, read_session
 from .view import SceneView
@@ -54,10 +54,8 @@ class PlannerPanel(MethodPanel):
         self.controls.run.follow(self.runner)
         # exports and folder suites on slots of their own: neither cancels a simulation, nor it them
         self.exporter = self.add_runner("planner-export", finished=self.show_info)
-        self.folder_runner = self.add_runner("planner-folder", finished=self.folder.show_scores, controls=self.folder.controls)
-        self.folder.controls.run_button.clicked.connect(self.run_folder)
+        self.folder_runner = self.add_folder_tab("planner-folder", self.folder, run=self.run_folder, finished=self.folder.show_scores)
         self.folder.fileChosen.connect(lambda path: self.open_path(Path(path)))
-        self.folder.folderChosen.connect(lambda path: self.open_folder(Path(path)))
         self.controls.source.currentIndexChanged.connect(self.preview)
         self.controls.seed.valueChanged.connect(self.preview)
         self.preview()  # open on the chosen scene at t = 0 rather than an empty view
@@ -99,7 +97,7 @@ class PlannerPanel(MethodPanel):
         self.tabs.addTab(self.table, "Score breakdown")
         self.violations = QListWidget()
         self.tabs.addTab(self.violations, "Violations")
-        self.folder = FolderTab()
+        self.folder = ScenarioFolderTab()
         self.tabs.addTab(self.folder, "Folder")
         right.addWidget(self.tabs)
         right.setSizes([640, 170])
@@ -216,7 +214,7 @@ class PlannerPanel(MethodPanel):
 
     def open_path(self, path: Path) -> None:
         if Path(path).is_dir():  # a folder of scenarios: the Folder tab
-            self.open_folder(Path(path))
+            self.open_folder_in(self.folder, Path(path))
             return
         params = self.params()
         self._add_file_source(Path(path))
@@ -232,15 +230,6 @@ class PlannerPanel(MethodPanel):
         label = f"file: {path.name}"
         if self.controls.source.findText(label) < 0:
             self.controls.source.addItem(label, str(path))
-
-    def open_folder(self, folder: Path) -> None:
-        """List a folder's scenario files in the Folder tab (the CLI's screenshot and tests call this too)."""
-        try:
-            self.folder.open_folder(folder)
-        except EngineError as exc:
-            self.show_error(str(exc))
-            return
-        self.tabs.setCurrentWidget(self.folder)
 
     def run_folder(self) -> None:
         """The suite over the open folder with the chosen planner (diffusion with guidance ticked: guided),

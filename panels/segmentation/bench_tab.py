@@ -3,8 +3,8 @@
 with every proposal and with the confirmed segments only.
 
 The benchmark is the engine's (``engines.segmentation.bench.run_bench``, what `segmentation bench`
-prints); this tab lists the rooms, starts the job on its own slot (a benchmark never cancels a
-segmentation, nor a segmentation the benchmark) and shows the numbers it returns. The rooms run
+prints); this tab counts the rooms and shows the numbers it returns, and the panel runs it on a slot
+of its own (a benchmark never cancels a segmentation, nor a segmentation the benchmark). The rooms run
 where Preferences ▸ Batch runs says (the ``ExecutorSpec`` the panel's context gives at each run).
 """
 
@@ -13,90 +13,48 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTableWidgetItem, QWidget
 
 from engines.core import EngineError
 from engines.core.executor import ExecutorSpec
 
-from ..run_controls import RunControls
+from ..folder_tab import FolderTab
 
 METHODS = {"grabs": "GrabS search", "grabs_ppo": "GrabS PPO", "dbscan": "DBSCAN"}  # the bench's method names
 COLUMNS = ("method", "AP50", "AP25", "AP", "conf. AP50", "s / room")
 
 
-class BenchTab(QWidget):
-    """Open a folder of labelled rooms (``folderChosen``), run the benchmark over it, read the table."""
-
-    folderChosen = Signal(str)
+class BenchTab(FolderTab):
+    """A folder of labelled rooms, the benchmark over it with the checked methods, its table."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.folder: Path | None = None
-        self.rooms: list[Path] = []
-        self.open_button = QPushButton("Open folder…")
-        self.open_button.setToolTip("A folder of labelled rooms: PLY files with a ground-truth 'instance' field")
-        self.open_button.clicked.connect(self._ask_folder)
-        self.label = QLabel("No folder open: open one of labelled rooms to measure AP on them.")
-        self.label.setWordWrap(True)
+        super().__init__(
+            holds="labelled rooms: PLY files with a ground-truth 'instance' field",
+            empty="No folder open: open one of labelled rooms to measure AP on them.",
+            run="Run benchmark",
+            run_tip="Every checked method on every room, with the thresholds of the Thresholds tab",
+            columns=COLUMNS,
+            parent=parent,
+        )
+        self.table.horizontalHeaderItem(4).setToolTip("AP50 of the segments the prior confirmed only (no unconfirmed or nested proposals)")
         self.methods = {name: QCheckBox(text) for name, text in METHODS.items()}
         for name in ("grabs", "dbscan"):
             self.methods[name].setChecked(True)
-        self.controls = RunControls("Run benchmark")
-        self.controls.run_button.setToolTip("Every checked method on every room, with the thresholds of the Thresholds tab")
-        self.controls.run_button.setEnabled(False)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.horizontalHeaderItem(4).setToolTip("AP50 of the segments the prior confirmed only (no unconfirmed or nested proposals)")
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for c in range(1, len(COLUMNS)):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.failures = QLabel("")
-        self.failures.setWordWrap(True)
-        top = QHBoxLayout()
-        top.addWidget(self.open_button)
-        top.addWidget(self.label, 1)
         checks = QHBoxLayout()
         for box in self.methods.values():
             checks.addWidget(box)
         checks.addStretch(1)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(2, 2, 2, 2)
-        lay.addLayout(top)
-        lay.addLayout(checks)
-        lay.addWidget(self.controls)
-        lay.addWidget(self.table, 1)
-        lay.addWidget(self.failures)
-
-    def _ask_folder(self) -> None:
-        dialog = QFileDialog(self, "Open a folder of labelled rooms", str(self.folder or Path.home()))
-        dialog.setFileMode(QFileDialog.FileMode.Directory)
-        dialog.fileSelected.connect(self.folderChosen.emit)  # the panel opens it and says what is wrong with it
-        dialog.open()
+        self.body.insertLayout(1, checks)
+        self.failures = QLabel("")
+        self.failures.setWordWrap(True)
+        self.body.addWidget(self.failures)
 
     def open_folder(self, folder: Path) -> None:
-        """List the folder's rooms (no numbers yet); EngineError when it holds no PLY file."""
-        rooms = sorted(Path(folder).glob("*.ply"))
-        if not rooms:
+        """Count the folder's rooms (no numbers yet); EngineError when it holds no PLY file."""
+        count = len(list(Path(folder).glob("*.ply")))
+        if not count:
             raise EngineError(f"{Path(folder).name} holds no .ply rooms (write some with 'workbench segmentation scenes')")
-        self.folder, self.rooms = Path(folder), rooms
-        self.label.setText(f"{self.folder.name}: {len(rooms)} room{'s' if len(rooms) != 1 else ''}.")
-        self.controls.run_button.setEnabled(True)
-        self.table.setRowCount(0)
+        self.opened(folder, f"{Path(folder).name}: {count} room{'s' if count != 1 else ''}.", True)
         self.failures.setText("")
 
     def chosen_methods(self) -> tuple[str, ...]:
@@ -107,19 +65,10 @@ class BenchTab(QWidget):
         rows = list(result["methods"].items())
         self.table.setRowCount(len(rows))
         for r, (method, m) in enumerate(rows):
-            cells = (
-                METHODS.get(method, method),
-                f"{m['ap50']:.3f}",
-                f"{m['ap25']:.3f}",
-                f"{m['ap']:.3f}",
-                f"{m['confirmed_ap50']:.3f}",
-                f"{m['seconds_per_scene']:.1f}",
-            )
-            for c, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if c:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.table.setItem(r, c, item)
+            self.table.setItem(r, 0, QTableWidgetItem(METHODS.get(method, method)))
+            numbers = (f"{m['ap50']:.3f}", f"{m['ap25']:.3f}", f"{m['ap']:.3f}", f"{m['confirmed_ap50']:.3f}", f"{m['seconds_per_scene']:.1f}")
+            for c, text in enumerate(numbers, start=1):
+                self.set_number(r, c, text)
         failed = result.get("failed", [])
         names = "; ".join(f"{f['scene']}: {f['error']}" for f in failed)
         self.failures.setText(f"{len(failed)} room{'s' if len(failed) != 1 else ''} left out: {names}" if failed else "")

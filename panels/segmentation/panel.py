@@ -165,9 +165,7 @@ class SegmentationPanel(MethodPanel):
         self.thresholds.changed.connect(self._recompute_timer.start)
         self.input.changed.connect(self._reload)
         self.pred_view.clicked.connect(self.pick)
-        self.bench_runner = self.add_runner("segmentation-bench", finished=self.bench.show_result, controls=self.bench.controls)
-        self.bench.controls.run_button.clicked.connect(self.run_bench)
-        self.bench.folderChosen.connect(lambda p: self.open_bench_folder(Path(p)))
+        self.bench_runner = self.add_folder_tab("segmentation-bench", self.bench, run=self.run_bench, finished=self.bench.show_result)
         self.pred_view.cameraChanged.connect(lambda: self._linked(self.gt_view, self.pred_view))
         self.gt_view.cameraChanged.connect(lambda: self._linked(self.pred_view, self.gt_view))
 
@@ -311,15 +309,6 @@ class SegmentationPanel(MethodPanel):
             return  # a load or a segmentation is running: the new thresholds apply to its result's next re-score
         scene, previous, params = self.scene, self.view.result, self.params(method="grabs")
         self._start("recompute", lambda job: work.recompute(scene, previous, params, job), "Re-score masks")
-
-    def open_bench_folder(self, folder: Path) -> None:
-        """List a folder's labelled rooms in the Bench tab (tests call this too)."""
-        try:
-            self.bench.open_folder(folder)
-        except EngineError as exc:
-            self.show_error(str(exc))
-            return
-        self.tabs.setCurrentWidget(self.bench)
 
     def run_bench(self) -> None:
         """The benchmark over the open folder with the checked methods and this tab's thresholds, where

@@ -280,7 +280,7 @@ def test_a_folder_of_scenarios_gets_each_files_cls_and_a_click_replays_it(qapp, 
     (folder / shipped.name).write_bytes(shipped.read_bytes())
     (folder / "broken.xml").write_text("<commonRoad><lanelet")
     panel = make_panel(qtbot, panel_ctx)
-    panel.open_folder(folder)
+    panel.open_folder_in(panel.folder, folder)
     assert panel.tabs.currentWidget() is panel.folder
     assert [panel.folder.table.item(r, 0).text() for r in range(2)] == ["ZAM_Tutorial-1_2_T-1.xml", "broken.xml"]
     panel.controls.planner.setCurrentText("idm")
@@ -320,7 +320,7 @@ def test_the_folder_suite_runs_where_the_preferences_say_at_each_run(qapp, qtbot
 
     monkeypatch.setattr(engines.planner.suite, "run_suite", fake_suite)
     panel = make_panel(qtbot, replace(panel_ctx, executor=settings.executor_spec))
-    panel.open_folder(shipped_folder(tmp_path, "ZAM_Tutorial-1_2_T-1.xml"))
+    panel.open_folder_in(panel.folder, shipped_folder(tmp_path, "ZAM_Tutorial-1_2_T-1.xml"))
     panel.controls.planner.setCurrentText("idm")
     texts: list[str] = []
     panel.folder_runner.progress.connect(lambda fraction, text: texts.append(text))
@@ -345,7 +345,7 @@ def test_a_ray_cluster_that_cannot_be_reached_is_one_sentence(qapp, qtbot, panel
         s.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{s.getsockname()[1]}"
     panel = make_panel(qtbot, replace(panel_ctx, executor=lambda: ExecutorSpec("ray", 2, address)))
-    panel.open_folder(shipped_folder(tmp_path, "ZAM_Tutorial-1_2_T-1.xml"))
+    panel.open_folder_in(panel.folder, shipped_folder(tmp_path, "ZAM_Tutorial-1_2_T-1.xml"))
     panel.controls.planner.setCurrentText("idm")
     panel.run_folder()
     assert wait_until(qapp, lambda: not panel.ctx.jobs.running, 60)

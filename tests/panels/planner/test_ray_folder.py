@@ -36,7 +36,7 @@ def test_the_folder_suite_on_a_local_ray_scores_as_locally_and_cancels(qapp, qtb
     folder = shipped_folder(tmp_path, *FILES)
     here = run_suite(SuiteParams(planners=("idm",), latency_replans=0, scenarios=str(folder)))  # this process
     panel = make_panel(qtbot, replace(panel_ctx, executor=lambda: ExecutorSpec("ray", 1)))
-    panel.open_folder(folder)
+    panel.open_folder_in(panel.folder, folder)
     panel.controls.planner.setCurrentText("idm")
     controls = panel.folder.controls
     texts: list[str] = []

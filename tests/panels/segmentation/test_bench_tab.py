@@ -49,7 +49,7 @@ def test_the_bench_tab_measures_a_folder_on_the_preferred_executor(qapp, panel, 
     write_scenes(rooms, 2, 3, points=(4000, 4000))
     cloud = read_cloud(rooms / "scene_000.ply")
     write_cloud(rooms / "unlabelled.ply", cloud.without_labels())  # a room without ground truth
-    panel.open_bench_folder(rooms)
+    panel.open_folder_in(panel.bench, rooms)
     assert panel.tabs.currentWidget() is panel.bench and panel.bench.label.text() == "rooms: 3 rooms."
     panel.bench.methods["grabs"].setChecked(False)  # DBSCAN alone keeps the test short
     (result,) = bench(qapp, panel)
@@ -70,7 +70,7 @@ def test_bad_folders_and_choices_are_one_sentence_and_cancel_ends_it(qapp, panel
     assert panel.bench.folder is None and not panel.bench.controls.run_button.isEnabled()
     rooms = tmp_path / "rooms"
     write_scenes(rooms, 2, 3, points=(4000, 4000))
-    panel.open_bench_folder(rooms)
+    panel.open_folder_in(panel.bench, rooms)
     for box in panel.bench.methods.values():
         box.setChecked(False)
     assert bench(qapp, panel) == ["failed: tick at least one method to benchmark"]
