@@ -157,38 +157,55 @@ def run_bench(
         "failures": failures,
     }
     if params.sketch_targets:
-        result["sketch"] = _sketch_bench(params, progress, cancel, done, total)
+        result["sketch"], sketch_failures = _sketch_bench(params, progress, cancel, executor, done, total)
+        result["failures"] += sketch_failures
     return result
 
 
-def _sketch_bench(params: BenchParams, progress: ProgressFn, cancel: CancelToken, done: int, total: int) -> dict:
+def _sketch_search(task: tuple[str, int, Tokens], checkpoint: str, search: SearchParams, seed: int) -> tuple[float, float] | None:
+    """One hand-drawn target's search by one proposer, an independent task: the found program's
+    clean IoU against the clean target, and the search's seconds (None: the drawing came out blank)."""
     from .api import make_proposer
 
+    method, i, program = task
+    drawing = sketch_render(program, np.random.default_rng(seed * 31 + i))
+    if not drawing.any():
+        return None
+    found = solve(drawing, make_proposer(method, seed=i, checkpoint=checkpoint or None), replace(search, seed=i), no_progress, current_cancel())
+    return float(foreground_iou(render(parse(found.program)), render(program))), found.seconds
+
+
+def _sketch_bench(
+    params: BenchParams, progress: ProgressFn, cancel: CancelToken, executor: ExecutorSpec, before: int, total: int
+) -> tuple[dict, int]:
+    """Both proposers on hand-drawn versions of fresh targets, each search a task on ``executor``;
+    the scores per proposer and the count of failed tasks (``before``: tasks done before these, for progress)."""
     lo, hi = params.primitives
     rng = random.Random(f"sketcher-bench-sketch/{params.seed}")
     programs = [bench_targets(rng.randint(lo, hi), 1, params.seed * 7919 + i)[0] for i in range(params.sketch_targets)]
-    search = params.search("sketch")
+    tasks = [(method, i, program) for method in METHODS for i, program in enumerate(programs)]
+    work = partial(_sketch_search, checkpoint=params.checkpoint, search=params.search("sketch"), seed=params.seed)
+    found: dict[str, list[tuple[float, float]]] = {method: [] for method in METHODS}
+    failures = 0
+    for done, task in enumerate(run_tasks(work, tasks, executor, cancel, initializer=pool_worker_setup), start=before + 1):
+        method, i, _ = task.item
+        if not task.ok:
+            failures += 1
+        elif task.value is not None:
+            found[method].append(task.value)
+        progress(done / total, f"sketches, {method}: {i + 1}/{len(programs)}")
     out: dict[str, dict] = {}
-    for method in METHODS:
-        ious, seconds = [], []
-        for i, program in enumerate(programs):
-            cancel.raise_if_cancelled()
-            drawing = sketch_render(program, np.random.default_rng(params.seed * 31 + i))
-            if not drawing.any():
-                continue
-            found = solve(drawing, make_proposer(method, seed=i, checkpoint=params.checkpoint or None), replace(search, seed=i), no_progress, cancel)
-            ious.append(float(foreground_iou(render(parse(found.program)), render(program))))
-            seconds.append(found.seconds)
-            done += 1
-            progress(done / total, f"sketches, {method}: {i + 1}/{len(programs)}")
+    for method, results in found.items():
+        ious, seconds = [iou for iou, _ in results], [s for _, s in results]
+        ok = sum(v >= SKETCH_OK_IOU for v in ious)
         out[method] = {
             "targets": len(ious),
-            "clean_iou_at_least_0.9": round(sum(v >= SKETCH_OK_IOU for v in ious) / max(len(ious), 1), 4),
-            "clean_iou_at_least_0.9_ci95": proportion_interval(sum(v >= SKETCH_OK_IOU for v in ious), len(ious)).as_list(),
+            "clean_iou_at_least_0.9": round(ok / max(len(ious), 1), 4),
+            "clean_iou_at_least_0.9_ci95": proportion_interval(ok, len(ious)).as_list(),
             "mean_clean_iou": round(float(np.mean(ious)), 4) if ious else None,
             "median_seconds": round(statistics.median(seconds), 3) if seconds else None,
         }
-    return out
+    return out, failures
 
 
 def table(result: dict) -> str:
@@ -213,6 +230,8 @@ def table(result: dict) -> str:
             f"{Interval(*s['model']['clean_iou_at_least_0.9_ci95']).text('.1%')}, random {s['random']['clean_iou_at_least_0.9']:.2%} "
             f"{Interval(*s['random']['clean_iou_at_least_0.9_ci95']).text('.1%')}"
         )
+    if result["failures"]:
+        lines.append(f"{result['failures']} search(es) failed and are left out (the log has each one's target and traceback)")
     return "\n".join(lines)
 
 

@@ -1,15 +1,19 @@
-"""The comparison's bookkeeping on constructed results: mean ± std, goals, saved files."""
+"""The comparison's bookkeeping on constructed results (mean ± std, goals, saved files), and real
+tiny runs on one and on two worker processes."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engines.core import EngineError, to_jsonable
-from engines.topomap.compare import CompareResult, _summarise_method, evaluate_goals, format_table, load_compare
-from engines.topomap.params import CompareParams
+from engines.core.executor import ExecutorSpec
+from engines.topomap.compare import CompareResult, _summarise_method, compare, evaluate_goals, format_table, load_compare
+from engines.topomap.params import CompareParams, TrainParams
 from engines.topomap.train import TrainResult
 
 
@@ -80,3 +84,31 @@ def test_bad_comparison_files(tmp_path: Path, text: str, message: str) -> None:
         load_compare(path)
     with pytest.raises(EngineError, match="no such"):
         load_compare(tmp_path / "missing.json")
+
+
+def _flat(value: Any, key: str = "") -> dict[str, Any]:
+    """A nested result as {dotted key: leaf}, wall-clock seconds left out."""
+    if is_dataclass(value):
+        value = asdict(value)
+    if isinstance(value, list):
+        value = dict(enumerate(value))
+    if isinstance(value, dict):
+        return {k: v for name, item in value.items() if "seconds" not in str(name) for k, v in _flat(item, f"{key}.{name}").items()}
+    return {key: value}
+
+
+def test_two_workers_give_the_runs_one_gives() -> None:
+    """Every (method, seed) run is an independent task: on two worker processes the runs and their
+    means are the ones one process gives. The networks train the same to the last digit; the
+    analysis's float32 sums (shuffled and orientation smoothness) may differ in the sixth digit,
+    as this process and a worker use different torch thread counts."""
+    params = CompareParams(
+        seeds=2, methods=("none", "cbsom"), base=TrainParams(epochs=1, widths=(4, 9), batch_size=32, som_width=16, snapshots=2, tau=1.0)
+    )
+    one, two = compare(params, executor=ExecutorSpec("local", 1)), compare(params, executor=ExecutorSpec("local", 2))
+    assert not one.failures and not two.failures and len(one.runs) == 4
+    assert len({r.accuracy for r in one.runs}) > 1  # other seeds and methods, other networks
+    assert [(r.accuracy, r.smoothness, r.steps) for r in two.runs] == [(r.accuracy, r.smoothness, r.steps) for r in one.runs]
+    first, second = _flat(list(one.runs) + list(one.methods)), _flat(list(two.runs) + list(two.methods))
+    assert second.keys() == first.keys()
+    assert second == {k: pytest.approx(v, rel=1e-4) if isinstance(v, float) else v for k, v in first.items()}
