@@ -114,6 +114,63 @@ def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
     )
 
 
+SHELL_COMMANDS = ("gui", "screenshot", "demo", "bench", "info")  # Qt or process-wide: never inside pytest's process
+
+
+def run_cli_here(*args: str, timeout: float = 300, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    """`workbench ARGS` through the CLI's ``main()`` in this process: the same exit code, standard
+    output and standard error as ``run_cli`` (an uncaught exception: its traceback and exit code 1,
+    as Python prints it), without starting Python and importing torch again for every call (about
+    3 s each, 158 calls). What a command may change for the whole process is put back afterwards:
+    the environment, the working folder, standard input, signal handlers and the root logger.
+    ``timeout`` is pytest-timeout's here. The shell's own commands (the window, screenshots, the
+    demo, the shell benchmark, ``info``'s process facts) and a bare ``workbench`` run as processes."""
+    if not args or args[0] in SHELL_COMMANDS:
+        return run_cli(*args, timeout=timeout, env=env, input=input)
+    import contextlib
+    import io
+    import logging
+    import signal
+    import traceback
+
+    from workbench.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    environ, cwd, stdin = dict(os.environ), os.getcwd(), sys.stdin
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    root = logging.getLogger()
+    log_handlers, log_level = list(root.handlers), root.level
+    os.environ.update(env or {})
+    os.chdir(ROOT)
+    sys.stdin = io.StringIO(input or "")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors, --help
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        sys.stdin = stdin
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        root.handlers[:], root.level = log_handlers, log_level
+    return subprocess.CompletedProcess(["workbench", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def cli():
+    """The CLI, run in this process (``run_cli_here``): what most CLI tests need."""
+    return run_cli_here
+
+
+@pytest.fixture
+def cli_process():
+    """The CLI as its own process (``run_cli``), for what only a process shows: the entry point,
+    signals, the display, process-wide settings such as torch's threads."""
     return run_cli

@@ -49,9 +49,11 @@ def test_demo_with_no_method_named_is_an_error(cli, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5"])
 @pytest.mark.parametrize("command", [["info"], ["sketcher", "render", "--program", "(Circle 6 8 8)", "--out", "x.png"]])
-def test_a_bad_workbench_threads_is_one_error_line(cli, tmp_path: Path, value: str, command: list[str]) -> None:
+def test_a_bad_workbench_threads_is_one_error_line(cli_process, tmp_path: Path, value: str, command: list[str]) -> None:
+    """As its own process: the entry point's exit code for a method's command too (the other CLI
+    tests run the commands inside pytest's process)."""
     args = [str(tmp_path / a) if a == "x.png" else a for a in command]
-    line = _error_line(cli(*args, env={"WORKBENCH_THREADS": value}))
+    line = _error_line(cli_process(*args, env={"WORKBENCH_THREADS": value}))
     assert line == f"error: WORKBENCH_THREADS must be a whole number of at least 1 (got {value!r})"
     assert not list(tmp_path.iterdir())
 

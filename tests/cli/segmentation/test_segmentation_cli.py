@@ -14,10 +14,10 @@ from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
 
 @pytest.fixture(scope="module")
 def scene_dir(tmp_path_factory) -> Path:
-    from tests.conftest import run_cli
+    from tests.conftest import run_cli_here
 
     out = tmp_path_factory.mktemp("scenes")
-    proc = run_cli("segmentation", "scenes", "--n", "1", "--seed", "3", "--points", "6000", "--out", str(out), "--json")
+    proc = run_cli_here("segmentation", "scenes", "--n", "1", "--seed", "3", "--points", "6000", "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert len(data["scenes"]) == 1

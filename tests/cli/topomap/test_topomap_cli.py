@@ -12,10 +12,10 @@ TINY = ["--epochs", "1", "--widths", "4,9", "--batch-size", "64", "--som-width",
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    from tests.conftest import run_cli
+    from tests.conftest import run_cli_here
 
     out = tmp_path_factory.mktemp("cli") / "tiny.topomap.pt"
-    proc = run_cli("topomap", "train", "--method", "cbsom", "--out", str(out), "--json", *TINY)
+    proc = run_cli_here("topomap", "train", "--method", "cbsom", "--out", str(out), "--json", *TINY)
     assert proc.returncode == 0, proc.stderr
     return out, json.loads(proc.stdout)
 
