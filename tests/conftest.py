@@ -122,20 +122,28 @@ def run_cli_here(*args: str, timeout: float = 300, env: dict[str, str] | None = 
     output and standard error as ``run_cli`` (an uncaught exception: its traceback and exit code 1,
     as Python prints it), without starting Python and importing torch again for every call (about
     3 s each, 158 calls). What a command may change for the whole process is put back afterwards:
-    the environment, the working folder, standard input, signal handlers and the root logger.
-    ``timeout`` is pytest-timeout's here. The shell's own commands (the window, screenshots, the
+    the environment, the working folder, standard input, signal handlers, the root logger and
+    torch's threads (a command sets them once per process, for all the cores: left set, the tests
+    after it would run two threads beside their own worker processes). ``timeout`` is
+    pytest-timeout's here. The shell's own commands (the window, screenshots, the
     demo, the shell benchmark, ``info``'s process facts) and a bare ``workbench`` run as processes."""
     if not args or args[0] in SHELL_COMMANDS:
         return run_cli(*args, timeout=timeout, env=env, input=input)
     import contextlib
+    import importlib
     import io
     import logging
     import signal
     import traceback
 
+    import torch
+
     from workbench.cli.main import main
 
+    device = importlib.import_module("engines.core.device")  # the module (``engines.core.device`` is also a function)
+
     out, err = io.StringIO(), io.StringIO()
+    threads, threads_applied = torch.get_num_threads(), device._threads_applied
     environ, cwd, stdin = dict(os.environ), os.getcwd(), sys.stdin
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     root = logging.getLogger()
@@ -160,6 +168,8 @@ def run_cli_here(*args: str, timeout: float = 300, env: dict[str, str] | None = 
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
         root.handlers[:], root.level = log_handlers, log_level
+        torch.set_num_threads(threads)
+        device._threads_applied = threads_applied
     return subprocess.CompletedProcess(["workbench", *args], code, out.getvalue(), err.getvalue())
 
 

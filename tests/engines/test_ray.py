@@ -1,5 +1,6 @@
-"""Batch work on Ray gives what local processes give: one small planner suite both ways, a raising
-task counted while the rest completes, a killed worker's task retried once, then counted.
+"""Batch work on Ray gives what local processes give: one small planner suite and one small
+segmentation benchmark both ways (the panels' two batch runs), a raising task counted while the
+rest completes, a killed worker's task retried once, then counted.
 One Ray for the module (starting it takes seconds)."""
 
 from __future__ import annotations
@@ -34,6 +35,19 @@ def test_suite_rows_are_the_same_on_ray_and_locally() -> None:
     strip = [[{k: v for k, v in row.items() if k not in TIMING} for row in result["rows"]] for result in (local, remote)]
     assert strip[0] == strip[1]
     assert remote["procedural"]["idm"]["cls"] == local["procedural"]["idm"]["cls"]
+
+
+def test_segmentation_bench_numbers_are_the_same_on_ray_and_locally(tmp_path: Path) -> None:
+    from engines.segmentation.api import SegmentParams
+    from engines.segmentation.bench import run_bench, write_scenes
+
+    write_scenes(tmp_path, 2, 3, points=(4000, 4000))
+    local = run_bench(tmp_path, SegmentParams(), methods=("dbscan",))
+    remote = run_bench(tmp_path, SegmentParams(), methods=("dbscan",), executor=ExecutorSpec("ray", 2))
+    assert local["scenes"] == remote["scenes"] == 2 and local["failed"] == remote["failed"] == []
+    keys = ("ap", "ap50", "ap25", "confirmed_ap50", "gt_objects", "predictions")
+    assert [remote["methods"]["dbscan"][k] for k in keys] == [local["methods"]["dbscan"][k] for k in keys]
+    assert local["methods"]["dbscan"]["gt_objects"] > 0
 
 
 def test_a_raising_task_is_counted_and_the_rest_completes() -> None:
