@@ -100,7 +100,7 @@ def _flat(value: Any, key: str = "") -> dict[str, Any]:
 def test_two_workers_give_the_runs_one_gives() -> None:
     """Every (method, seed) run is an independent task: on two worker processes the runs and their
     means are the ones one process gives. The networks train the same to the last digit; the
-    analysis's float32 sums (shuffled and orientation smoothness) may differ in the sixth digit,
+    analysis's float32 sums (shuffled and orientation smoothness) may differ in the sixth decimal,
     as this process and a worker use different torch thread counts."""
     params = CompareParams(
         seeds=2, methods=("none", "cbsom"), base=TrainParams(epochs=1, widths=(4, 9), batch_size=32, som_width=16, snapshots=2, tau=1.0)
