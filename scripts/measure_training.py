@@ -82,10 +82,10 @@ def main() -> None:
             alone = _run(name, args.steps, *inputs, str(Path(tmp) / f"{name}-1.pt"))
             ranks = launch_local(_process, 2, name, str(args.steps), *inputs, str(Path(tmp) / f"{name}-2.pt"))
             rate = min(r[0] for r in ranks.values())  # the processes step together: the slower one's clock
-            for processes, (steps_s, losses), speed in ((1, alone, alone[0]), (2, (rate, ranks[0][1]), rate)):
+            for processes, (steps_s, losses) in ((1, alone), (2, (rate, ranks[0][1]))):
                 batch = f"{BATCH[name]}" if processes == 1 else f"{BATCH[name]} (2 x {BATCH[name] // 2})"
                 curve = " / ".join(f"{v:.4g}" for v in losses)
-                print(f"| {name} | {processes} | {batch} | {steps_s:.2f} | {speed / alone[0]:.2f} | {curve} |", flush=True)
+                print(f"| {name} | {processes} | {batch} | {steps_s:.2f} | {steps_s / alone[0]:.2f} | {curve} |", flush=True)
 
 
 if __name__ == "__main__":
