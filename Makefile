@@ -16,8 +16,12 @@ lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# Two pytest workers side by side (pytest-xdist), one torch thread each; the tests that start
+# worker processes of their own run one after another (tests/conftest.py: PROCESSES).
+TEST_WORKERS ?= 2
+
 test: setup lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # Benchmarks print tables of measured ratios against peers and baselines; never part of `make test`.
 # Each runs its peers and baselines in the same run (about 1 h 15 min in all on 2 cores) and writes

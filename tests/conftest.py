@@ -23,6 +23,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
     load_llvm_users_before_gl()  # as the app does, before pytest-qt creates the QApplication
     share_gl_contexts()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest workers side by side already fill the cores: one torch thread each
+        import torch
+
+        torch.set_num_threads(1)
+
+
+# Tests that start worker processes of their own (a pool, torchrun, a local Ray): under
+# `pytest -n 2 --dist loadgroup` (make test) they run one after another on one pytest worker,
+# so that two of them never share the cores, or a machine's one local Ray, at the same time.
+PROCESSES = pytest.mark.xdist_group("processes")
 
 
 @pytest.fixture(autouse=True)

@@ -44,6 +44,28 @@ def box_corners(x, y, heading, length, width) -> np.ndarray:
 
 
 def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """True where convex quads a, b (..., 4, 2) (broadcast) overlap. Most pairs a planner or the
+    metrics ask about are far apart: pairs whose bounding circles are apart are answered by that,
+    the separating-axis test runs on the rest (the same answers, several times faster)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ca, cb = a.mean(axis=-2), b.mean(axis=-2)
+    ra = np.sqrt(((a - ca[..., None, :]) ** 2).sum(-1)).max(-1)
+    rb = np.sqrt(((b - cb[..., None, :]) ** 2).sum(-1)).max(-1)
+    near = ((ca - cb) ** 2).sum(-1) <= (ra + rb + CIRCLE_MARGIN) ** 2
+    if near.all():
+        return separating_axis_overlap(a, b)
+    out = np.zeros(near.shape, dtype=bool)
+    if near.any():
+        a, b = np.broadcast_arrays(a, b)
+        index = np.nonzero(near)
+        out[index] = separating_axis_overlap(a[index], b[index])
+    return out
+
+
+CIRCLE_MARGIN = 1e-3  # metres: circles this close still go to the exact test (rounding never decides)
+
+
+def separating_axis_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Separating-axis test for convex quads a, b (..., 4, 2) (broadcast): True where they overlap."""
     a, b = np.broadcast_arrays(a, b)
     axes = np.concatenate([a[..., 1:3, :] - a[..., 0:2, :], b[..., 1:3, :] - b[..., 0:2, :]], axis=-2)  # (...,4,2)

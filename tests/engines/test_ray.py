@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from engines.core.executor import ExecutorSpec, connect, failure_count, run_tasks
+from tests.conftest import PROCESSES
 
 from .core.executor_tasks import die, square_or_raise
+
+pytestmark = PROCESSES
 
 ray = pytest.importorskip("ray")
 TIMING = ("episode_s", "replan_ms")  # wall-clock fields: the only ones that may differ between runs

@@ -195,22 +195,71 @@ def idm_profile(
 
     v_target (P,); s_lead (M, Tf) shared or (P, M, Tf) per proposal: leading-box arc lengths per
     step; v_lead (M,) or (P, M); s_stop: a stop line (end of route). Returns arc lengths and
-    speeds (P, steps+1).
+    speeds (P, steps+1). The steps are sequential; a few proposals (the rule-based planners and the
+    expert: one or two) step faster as Python floats than as numpy arrays (a call per step costs
+    more than its arithmetic), many (PDM-like's) as arrays. Both give the same numbers to the bit.
     """
     n = len(v_target)
     s_lead = np.asarray(s_lead, dtype=float)
     if s_lead.ndim == 2:
         s_lead = np.broadcast_to(s_lead, (n, *s_lead.shape))
         v_lead = np.broadcast_to(np.asarray(v_lead, dtype=float), (n, s_lead.shape[1]))
-    m = s_lead.shape[1]
-    s = np.full(n, float(s0))
-    v = np.full(n, float(v0))
+    stepper = _idm_floats if n <= FLOAT_PROPOSALS else _idm_arrays
+    return stepper(float(s0), float(v0), np.maximum(np.asarray(v_target, dtype=float), 0.1), s_lead, np.asarray(v_lead, dtype=float),
+                   steps, float(s_stop), p, dt)
+
+
+FLOAT_PROPOSALS = 4  # up to this many proposals step as floats (measured: 6x faster for one, slower from about 10)
+
+
+def _idm_floats(s0: float, v0: float, vt: np.ndarray, s_lead: np.ndarray, v_lead: np.ndarray, steps: int, s_stop: float,
+                p: IDMParams, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """``idm_profile`` one proposal at a time: each step's nearest leader ahead (the first of equals,
+    as argmin takes) and the IDM update, on Python floats."""
+    n, m = s_lead.shape[:2]
+    last = s_lead.shape[2] - 1 if m else 0
+    front, sq = LENGTH / 2, 2 * np.sqrt(p.a_max * p.b_comf)
+    out_s, out_v = np.empty((n, steps + 1)), np.empty((n, steps + 1))
+    for i in range(n):
+        columns = s_lead[i].T.tolist() if m else []
+        speeds = v_lead[i].tolist() if m else []
+        v_free = float(vt[i])
+        s, v = s0, v0
+        row_s, row_v = [s], [v]
+        for k in range(steps):
+            nose = s + front
+            gap, vl = np.inf, speeds[0] if m else 0.0
+            for at, speed in zip(columns[min(k, last)] if m else (), speeds):
+                if at > nose - 1.0 and at - nose < gap:
+                    gap, vl = at - nose, speed
+            stop_gap = s_stop - nose
+            if stop_gap < gap:
+                gap, vl, standing = stop_gap, 0.0, 0.0
+            else:
+                standing = p.stopped_gap * min(max(1.0 - vl / 2.0, 0.0), 1.0)
+            s_star = p.min_gap + standing + max(0.0, v * p.headway + v * (v - vl) / sq)
+            ratio = s_star / max(gap, 0.1)
+            a = min(max(p.a_max * (1.0 - (v / v_free) ** p.exponent - ratio * ratio), -p.max_brake), p.a_max)
+            v_new = max(0.0, v + a * dt)
+            s = s + 0.5 * (v + v_new) * dt
+            v = v_new
+            row_s.append(s)
+            row_v.append(v)
+        out_s[i], out_v[i] = row_s, row_v
+    return out_s, out_v
+
+
+def _idm_arrays(s0: float, v0: float, vt: np.ndarray, s_lead: np.ndarray, v_lead: np.ndarray, steps: int, s_stop: float,
+                p: IDMParams, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """``idm_profile`` for all proposals at once, one numpy update per step."""
+    n, m = s_lead.shape[:2]
+    s = np.full(n, s0)
+    v = np.full(n, v0)
     out_s = np.empty((n, steps + 1))
     out_v = np.empty((n, steps + 1))
     out_s[:, 0], out_v[:, 0] = s, v
     front = LENGTH / 2
     rows = np.arange(n)
-    vt = np.maximum(np.asarray(v_target, dtype=float), 0.1)
     sq = 2 * np.sqrt(p.a_max * p.b_comf)
     last = s_lead.shape[2] - 1 if m else 0
     for k in range(steps):

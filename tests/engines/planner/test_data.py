@@ -10,6 +10,7 @@ from engines.planner.data import episode_list, expert_episode, generate_dataset
 from engines.planner.planners.diffusion_planner import default_checkpoint
 from engines.planner.planners.rules import ConstantVelocityPlanner
 from engines.planner.train import load_dataset
+from tests.conftest import PROCESSES
 
 
 def test_episode_plan_cycles_types_and_never_uses_benchmark_seeds() -> None:
@@ -19,6 +20,7 @@ def test_episode_plan_cycles_types_and_never_uses_benchmark_seeds() -> None:
     assert [noisy for _, _, noisy in plan[:4]] == [False, True, False, True]
 
 
+@PROCESSES
 @pytest.mark.parametrize("student", [None, default_checkpoint()], ids=["expert", "student"])
 def test_two_workers_write_the_same_samples_as_one(tmp_path: Path, student: Path | None) -> None:
     # One worker drives both episodes with the same loaded student, two workers one each.

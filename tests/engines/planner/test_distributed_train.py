@@ -14,6 +14,9 @@ from engines.core.distributed import finish, launch_local
 from engines.planner.data import generate_dataset
 from engines.planner.model import ModelConfig
 from engines.planner.train import TrainParams, train
+from tests.conftest import PROCESSES
+
+pytestmark = PROCESSES
 
 TINY = ModelConfig(dim=32, heads=2, encoder_layers=1, decoder_layers=1)
 PARAMS = TrainParams(minutes=5.0, batch=16, max_steps=4, log_every=1)

@@ -34,6 +34,7 @@ from engines.planner.recorded import (
 from engines.planner.scene import Scene
 from engines.planner.simulation import run_episode
 from engines.planner.train import load_dataset
+from tests.conftest import PROCESSES
 
 US101 = resource_path("planner", "commonroad") / "USA_US101-4_1_T-1.xml"
 
@@ -117,6 +118,7 @@ def test_the_route_is_the_lanes_the_car_drove(us101) -> None:
         assert b in (*lane.successors, lane.left_neighbor, lane.right_neighbor)
 
 
+@PROCESSES
 def test_a_folder_becomes_one_data_file_with_every_file_named(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()

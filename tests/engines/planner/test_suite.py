@@ -1,6 +1,7 @@
 """The suite's target checks: each CLS difference comes with a paired interval over the scenarios."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 
@@ -9,6 +10,7 @@ import pytest
 
 from engines.core import CancelToken, Cancelled, EngineError
 from engines.planner.suite import GUIDED, SuiteParams, run_suite, summarise
+from tests.conftest import PROCESSES
 
 MULTIPLIERS = {"no_at_fault_collisions": 1.0, "drivable_area_compliance": 1.0}
 WEIGHTED = {"progress": 1.0, "ttc": 1.0, "speed_limit": 1.0, "comfort": 1.0}
@@ -42,6 +44,7 @@ def test_differences_carry_a_paired_interval_that_brackets_them() -> None:
     assert f"[{low:+.1f}, {high:+.1f}]" in result["table"]
 
 
+@PROCESSES
 def test_workers_give_the_rows_one_process_gives_and_stop_on_cancel() -> None:
     """Scenarios run in one-thread worker processes: every score must match the serial run (each
     planner seeds its own sampler), and a cancel must stop the pool instead of draining it."""
@@ -53,10 +56,12 @@ def test_workers_give_the_rows_one_process_gives_and_stop_on_cancel() -> None:
     assert key == [(r["scenario"], r["planner"], r["cls"], r["at_fault"], r["multipliers"]) for r in parallel]
 
     cancel = CancelToken()
+    timer = threading.Timer(2.0, cancel.cancel)  # the workers are starting or on their first scenario
     t0 = time.perf_counter()
+    timer.start()
     with pytest.raises(Cancelled):
-        run_suite(replace(params, n=40, workers=2), progress=lambda f, text: cancel.cancel(), cancel=cancel)
-    assert time.perf_counter() - t0 < 50  # draining 40 scenarios would take about 100 s
+        run_suite(replace(params, n=40, workers=2), cancel=cancel)
+    assert time.perf_counter() - t0 < 15  # draining 40 scenarios would take about 100 s; one scenario about 6 s
 
 
 def test_impossible_worker_counts_are_refused() -> None:

@@ -14,11 +14,13 @@ from engines.core.executor import ExecutorSpec
 from engines.segmentation.bench import run_bench, write_scenes
 from engines.segmentation.api import SegmentParams
 from engines.segmentation.pointio import PointCloud, read_cloud, write_cloud
+from tests.conftest import PROCESSES
 
 TWO = ExecutorSpec("local", workers=2)
 SMALL = SegmentParams()
 
 
+@PROCESSES
 def test_rooms_written_by_two_workers_are_the_rooms_one_writes(tmp_path: Path) -> None:
     one = write_scenes(tmp_path / "one", 3, 21, generator="eval", points=(2500, 3500))
     two = write_scenes(tmp_path / "two", 3, 21, generator="eval", points=(2500, 3500), executor=TWO)
@@ -29,6 +31,7 @@ def test_rooms_written_by_two_workers_are_the_rooms_one_writes(tmp_path: Path) -
         assert a.with_suffix(".json").read_text() == b.with_suffix(".json").read_text()
 
 
+@PROCESSES
 def test_the_benchmark_gives_the_same_numbers_on_two_workers_and_names_a_room_that_fails(tmp_path: Path) -> None:
     rooms = tmp_path / "rooms"
     write_scenes(rooms, 2, 3, points=(4000, 4000))

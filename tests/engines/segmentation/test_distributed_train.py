@@ -17,6 +17,9 @@ import torch
 from engines.core.distributed import finish, launch_local
 from engines.segmentation.prior import load_checkpoint
 from engines.segmentation.train import TrainParams, train_prior
+from tests.conftest import PROCESSES
+
+pytestmark = PROCESSES
 
 # a history entry every step (save_every_s=0: rank 0 writes the checkpoint every step)
 PARAMS = TrainParams(minutes=5.0, batch=8, pool=8, inputs=64, queries=128, val_size=2, save_every_s=0.0, max_steps=8, clean_start=1.0, lr=5e-3)

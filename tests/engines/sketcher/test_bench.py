@@ -11,6 +11,7 @@ import pytest
 from engines.core.executor import ExecutorSpec
 from engines.sketcher import bench
 from engines.sketcher.bench import BenchParams, run_bench, table
+from tests.conftest import PROCESSES
 
 SMALL = BenchParams(targets=2, primitives=(1, 2), budget=60, beam=4, proposals=4, sketch_targets=2, seed=7)
 
@@ -24,6 +25,7 @@ def _without_clocks(value: Any) -> Any:
     return value
 
 
+@PROCESSES
 def test_two_workers_give_the_numbers_one_gives_sketches_included() -> None:
     one = run_bench(SMALL, executor=ExecutorSpec("local", 1))
     two = run_bench(SMALL, executor=ExecutorSpec("local", 2))

@@ -12,6 +12,9 @@ import torch
 from engines.core import EngineError
 from engines.core.distributed import finish, launch_local
 from engines.sketcher.train import TrainParams, load_checkpoint, train
+from tests.conftest import PROCESSES
+
+pytestmark = PROCESSES
 
 # a large lr: the first steps' warm-up would otherwise barely move the weights
 SETTINGS = {"minutes": 5.0, "batch_size": 8, "lr": 0.05, "validation_size": 8, "max_steps": 4, "log_every": 1}

@@ -15,6 +15,7 @@ from engines.core.executor import ExecutorSpec
 from engines.topomap.compare import CompareResult, _summarise_method, compare, evaluate_goals, format_table, load_compare
 from engines.topomap.params import CompareParams, TrainParams
 from engines.topomap.train import TrainResult
+from tests.conftest import PROCESSES
 
 
 def result(method: str, seed: int, accuracy: float, smooth: tuple[float, float, float]) -> TrainResult:
@@ -97,6 +98,7 @@ def _flat(value: Any, key: str = "") -> dict[str, Any]:
     return {key: value}
 
 
+@PROCESSES
 def test_two_workers_give_the_runs_one_gives() -> None:
     """Every (method, seed) run is an independent task: on two worker processes the runs and their
     means are the ones one process gives. The networks train the same to the last digit; the

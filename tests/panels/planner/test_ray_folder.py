@@ -15,9 +15,11 @@ import ray
 from engines.core import Cancelled, CancelToken
 from engines.core.executor import ExecutorSpec, run_tasks
 from engines.planner.suite import SuiteParams, run_suite
-from tests.conftest import wait_until
+from tests.conftest import PROCESSES, wait_until
 
 from .test_panel import make_panel, shipped_folder
+
+pytestmark = PROCESSES
 
 FILES = ("FRA_Anglet-1_1_T-1.xml", "ZAM_Tutorial-1_2_T-1.xml")
 
