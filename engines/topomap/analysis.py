@@ -167,6 +167,9 @@ def pairwise_differences(values: np.ndarray, period: float | None = None) -> np.
     return d.mean(axis=-1)
 
 
+SHUFFLE_PAIRS = 4_000_000  # unit pairs handled at once by the shuffle control (about 100 MB of temporaries)
+
+
 def smoothness_curve(
     values: np.ndarray,
     width: int | None = None,
@@ -194,21 +197,31 @@ def smoothness_curve(
     diffs = pairwise_differences(values, period)
     rng = rng or np.random.default_rng(0)
 
-    def curve_of(order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        d = diffs[np.ix_(order, order)][iu]
-        ok = in_range & keep[order][iu[0]] & keep[order][iu[1]]
-        sums = np.bincount(bins[ok], weights=d[ok], minlength=n_bins)[:n_bins]
-        counts = np.bincount(bins[ok], minlength=n_bins)[:n_bins]
-        return np.divide(sums, counts, out=np.full(n_bins, np.nan), where=counts > 0), counts
+    def curves_of(orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean |delta value| per distance bin, and the pair counts, for each row of ``orders``
+        (a permutation of the units): one bincount over all rows, each row's pairs summed in the
+        same order as alone."""
+        first, second = orders[:, iu[0]], orders[:, iu[1]]
+        ok = in_range & keep[first] & keep[second]
+        index = (np.arange(len(orders))[:, None] * n_bins + bins)[ok]
+        size = len(orders) * n_bins
+        sums = np.bincount(index, weights=diffs[first, second][ok], minlength=size).reshape(len(orders), n_bins)
+        counts = np.bincount(index, minlength=size).reshape(len(orders), n_bins)
+        return np.divide(sums, counts, out=np.full(sums.shape, np.nan), where=counts > 0), counts
 
-    curve, counts = curve_of(np.arange(width))
+    curve, counts = (c[0] for c in curves_of(np.arange(width)[None]))
     used = counts >= min_pairs
     # Only bins starting from the first one form a curve; later empty bins are dropped.
     if not used.any() or not used[0]:
         empty = np.zeros(0)
         return SmoothnessCurve(empty, empty, empty, empty, counts[:0], 0.0, 0.0)
     used = used & np.cumprod(used).astype(bool)
-    shuffled = np.stack([curve_of(rng.permutation(width))[0] for _ in range(shuffles)]) if shuffles else curve[None]
+    if shuffles:
+        orders = np.stack([rng.permutation(width) for _ in range(shuffles)])
+        block = max(1, SHUFFLE_PAIRS // max(len(iu[0]), 1))  # bounded memory for wide maps
+        shuffled = np.concatenate([curves_of(orders[i : i + block])[0] for i in range(0, shuffles, block)])
+    else:
+        shuffled = curve[None]
     shuffled = shuffled[:, used]
     shuffled_scores = [smoothness_score(s) for s in np.nan_to_num(shuffled)]
     return SmoothnessCurve(

@@ -123,3 +123,17 @@ def test_grating_preferences_recover_a_tuned_unit() -> None:
     assert prefs.orientation_selectivity[0] > 0.5 and prefs.frequency_selectivity[0] > 0.5
     assert prefs.orientation_selectivity[1] == pytest.approx(0.0, abs=1e-9)
     assert prefs.tuning.shape == (2, 12, 4) and prefs.responsive.all()
+
+
+def test_the_shuffle_control_does_not_depend_on_how_many_shuffles_go_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shuffles run in blocks (bounded memory for wide maps): one at a time gives the same band to the bit."""
+    from engines.topomap import analysis
+
+    rng = np.random.default_rng(4)
+    values, valid = rng.random(100) * 180.0, rng.random(100) > 0.2
+    together = smoothness_curve(values, period=180.0, valid=valid, shuffles=30, rng=np.random.default_rng(2))
+    monkeypatch.setattr(analysis, "SHUFFLE_PAIRS", 1)
+    alone = smoothness_curve(values, period=180.0, valid=valid, shuffles=30, rng=np.random.default_rng(2))
+    for name in ("curve", "shuffled_mean", "shuffled_std", "pairs"):
+        np.testing.assert_array_equal(getattr(together, name), getattr(alone, name))
+    assert together.shuffled_score == alone.shuffled_score and len(together.curve) > 3
