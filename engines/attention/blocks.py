@@ -73,10 +73,6 @@ class BlockLayout:
     def col_edges(self) -> np.ndarray:
         return np.minimum(np.arange(0, self.kinds.shape[3] + 1) * self.block_k, self.n_k)
 
-    def tile_areas(self) -> np.ndarray:
-        """Elements in every tile (edge tiles are smaller), ``[T_q, T_k]``."""
-        return np.diff(self.row_edges)[:, None] * np.diff(self.col_edges)[None, :]
-
     @property
     def rho(self) -> float:
         """Fraction of fully masked tiles (averaged over batch and mask heads)."""
@@ -86,8 +82,12 @@ class BlockLayout:
         return {name: int((self.kinds == k).sum()) for k, name in enumerate(KIND_NAMES)}
 
 
+CLASSIFY_CELLS = 1 << 22  # tiles classified at once: bounded temporaries (a 1M-token mask has 61M tiles)
+
+
 def classify(mask: FlashMask, block_q: int = 128, block_k: int = 128) -> BlockLayout:
-    """Classify every tile from the per-block min/max vectors alone (O(N/B_r x N/B_c))."""
+    """Classify every tile from the per-block min/max vectors alone (O(N/B_r x N/B_c)), a band
+    of tile rows at a time: the same answer, without first touching gigabytes of temporaries."""
     if block_q < 1 or block_k < 1:
         raise ValueError("block sizes must be positive")
     iv = mask.intervals()
@@ -96,19 +96,19 @@ def classify(mask: FlashMask, block_q: int = 128, block_k: int = 128) -> BlockLa
     r1 = np.minimum(r0 + block_q, mask.n_q)
     c0 = np.arange(0, mask.n_k, block_k, dtype=np.int64)
     c1 = np.minimum(c0 + block_k, mask.n_k)
-    R0, R1 = r0[:, None], r1[:, None]  # [T_q, 1] against [B, Hm, 1, T_k]
-
-    def e(x: np.ndarray) -> np.ndarray:
-        return x[:, :, None, :]
-
-    covered = ((R0 >= e(mm.lts_max)) & (R1 <= e(mm.lte_min))) | ((R0 >= e(mm.uts_max)) & (R1 <= e(mm.ute_min)))
-    missed = ((R1 <= e(mm.lts_min)) | (R0 >= e(mm.lte_max))) & ((R1 <= e(mm.uts_min)) | (R0 >= e(mm.ute_max)))
-    if mask.causal:
-        above = c0[None, :] > (R1 - 1) + mask.offset
-        below = (c1[None, :] - 1) <= R0 + mask.offset
-        covered = covered | above
-        missed = missed & below
-    kinds = np.where(covered, MASKED, np.where(missed, UNMASKED, PARTIAL)).astype(np.uint8)
+    lts_max, lte_min, uts_max, ute_min, lts_min, lte_max, uts_min, ute_max = (
+        x[:, :, None, :] for x in (mm.lts_max, mm.lte_min, mm.uts_max, mm.ute_min, mm.lts_min, mm.lte_max, mm.uts_min, mm.ute_max)
+    )
+    kinds = np.empty((*mm.lts_max.shape[:2], len(r0), len(c0)), dtype=np.uint8)
+    band = max(1, CLASSIFY_CELLS // max(1, kinds.shape[0] * kinds.shape[1] * len(c0)))
+    for start in range(0, len(r0), band):
+        R0, R1 = r0[start : start + band, None], r1[start : start + band, None]  # [rows, 1] against [B, Hm, 1, T_k]
+        covered = ((R0 >= lts_max) & (R1 <= lte_min)) | ((R0 >= uts_max) & (R1 <= ute_min))
+        missed = ((R1 <= lts_min) | (R0 >= lte_max)) & ((R1 <= uts_min) | (R0 >= ute_max))
+        if mask.causal:
+            covered |= c0[None, :] > (R1 - 1) + mask.offset  # above the diagonal
+            missed &= (c1[None, :] - 1) <= R0 + mask.offset  # wholly below it
+        kinds[:, :, start : start + band] = np.where(covered, MASKED, np.where(missed, UNMASKED, PARTIAL))
     return BlockLayout(kinds, block_q, block_k, mask.n_q, mask.n_k, mm)
 
 
@@ -156,8 +156,8 @@ def mask_stats(mask: FlashMask, block_q: int = 128, block_k: int = 128) -> MaskS
     layout = classify(mask, block_q, block_k)
     counts = layout.counts()
     groups = mask.batch * mask.heads
-    area = layout.tile_areas()
-    computed = int((area[None, None] * (layout.kinds != MASKED)).sum())
+    # elements in the tiles a kernel computes: each tile's height x width, summed without an area array per tile
+    computed = int(np.einsum("bhij,i,j->", layout.kinds != MASKED, np.diff(layout.row_edges), np.diff(layout.col_edges)))
     visible = int(visible_per_column(mask).sum())
     t_q, t_k = layout.kinds.shape[2:]
     blockmask = 4 * groups * (2 * t_q + 2 * t_q * t_k + 2 * t_k + 2 * t_k * t_q)

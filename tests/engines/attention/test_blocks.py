@@ -68,3 +68,19 @@ def test_ideal_speed_up_of_a_fully_skipped_mask_is_infinite_and_said_in_words() 
     hidden = mask_stats(make_mask(np.stack([np.zeros(256), np.full(256, 256)], axis=1), False, 256), 128, 128)
     assert hidden.rho == 1.0 and hidden.ideal_speedup == float("inf") and hidden.ideal_speedup_text == "all tiles skipped"
     assert mask_stats(build("causal", 1024), 128, 128).ideal_speedup_text == "1.78x"
+
+
+@pytest.mark.parametrize("name", sorted(MASKS))
+def test_classifying_a_band_of_tile_rows_at_a_time_changes_nothing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """classify works through the tile rows in bands (bounded memory at N = 1M): one row per band
+    gives every tile the kind that one band for all rows gives."""
+    from engines.attention import blocks
+
+    mask = build(name, 700)
+    whole = classify(mask, 32, 16).kinds
+    monkeypatch.setattr(blocks, "CLASSIFY_CELLS", 1)
+    banded = classify(mask, 32, 16).kinds
+    np.testing.assert_array_equal(banded, whole)
+    assert whole.shape[2:] == (-(-700 // 32), -(-700 // 16))
+    if name in ("causal", "causal_document", "sliding_window"):
+        assert set(np.unique(whole)) == {MASKED, PARTIAL, UNMASKED}  # the bands meet every kind of tile
