@@ -43,6 +43,9 @@ def box_corners(x, y, heading, length, width) -> np.ndarray:
     return np.stack([cx, cy], axis=-1)
 
 
+CIRCLE_MARGIN = 1e-3  # metres: circles this close still go to the exact test (rounding never decides)
+
+
 def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """True where convex quads a, b (..., 4, 2) (broadcast) overlap. Most pairs a planner or the
     metrics ask about are far apart: pairs whose bounding circles are apart are answered by that,
@@ -60,9 +63,6 @@ def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         index = np.nonzero(near)
         out[index] = separating_axis_overlap(a[index], b[index])
     return out
-
-
-CIRCLE_MARGIN = 1e-3  # metres: circles this close still go to the exact test (rounding never decides)
 
 
 def separating_axis_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:

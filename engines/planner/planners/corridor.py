@@ -221,14 +221,14 @@ def _idm_floats(s0: float, v0: float, vt: np.ndarray, s_lead: np.ndarray, v_lead
     front, sq = LENGTH / 2, 2 * np.sqrt(p.a_max * p.b_comf)
     out_s, out_v = np.empty((n, steps + 1)), np.empty((n, steps + 1))
     for i in range(n):
-        columns = s_lead[i].T.tolist() if m else []
-        speeds = v_lead[i].tolist() if m else []
+        columns = s_lead[i].T.tolist()  # per step, the leaders' arc lengths
+        speeds = v_lead[i].tolist()
         v_free = float(vt[i])
         s, v = s0, v0
         row_s, row_v = [s], [v]
         for k in range(steps):
             nose = s + front
-            gap, vl = np.inf, speeds[0] if m else 0.0
+            gap, vl = np.inf, 0.0  # no leader ahead: an infinite gap, whose IDM term is 0 whatever vl is
             for at, speed in zip(columns[min(k, last)] if m else (), speeds):
                 if at > nose - 1.0 and at - nose < gap:
                     gap, vl = at - nose, speed
